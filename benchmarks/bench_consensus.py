@@ -1,0 +1,148 @@
+"""Milliseconds per question of answer grouping and of each consensus operator.
+
+    .venv/bin/python benchmarks/bench_consensus.py [--questions 40] [--n 64] [--chars 2000] [--seed 0] [--json out.json]
+
+Workload (seeded, generated here): ``--questions`` questions of ``--n`` roll-outs each. A roll-out is
+~``--chars`` characters of math-like reasoning (sentences of algebra with inline LaTeX, numbers
+that depend on the question, a final ``\\boxed{}``), a final answer and a confidence (mean token
+log-prob in nats). Answers follow what samplers produce: a plurality answer written in several
+equivalent forms (``\\frac{3}{4}``, ``0.75``, ``\\dfrac{3}{4}``, ``3/4``), a few wrong values, some
+symbolic, and ~5% roll-outs without an answer.
+
+Timed, wall-clock, per question (median over questions, after one warm-up question):
+
+* ``grouping``: :func:`concord.answers.group_answers` (canonical pre-grouping + math-verify in its
+  worker process; the worker's start-up is excluded and reported separately).
+* ``majority``, ``ec``, ``cisc``, ``core``: :func:`concord.consensus.score_group` with the answer
+  classes precomputed (so grouping is not counted twice), one question per call.
+* ``core (batched)``: :func:`concord.consensus.score_groups` over all questions, divided by their count.
+
+Targets on the project's 2-core machine: CoRE <= 30 ms/question, grouping <= 20 ms/question.
+The script exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+TARGETS_MS = {"grouping": 20.0, "core": 30.0}
+
+_SENTENCES = [
+    "Let ${v} = {a}$ and note that ${v}^2 + {b}{v} = {c}$.",
+    "Substituting ${v} = {a}$ into the equation gives ${a} \\cdot {b} + {c} = {d}$.",
+    "We factor the expression as $({v} - {a})({v} + {b}) = 0$, so ${v} = {a}$ or ${v} = -{b}$.",
+    "Since the sum of the roots is $-\\frac{{{b}}}{{{a}}}$, the product must be $\\frac{{{c}}}{{{a}}}$.",
+    "Therefore the area is $\\frac{{1}}{{2}} \\cdot {a} \\cdot {b} = {d}$ square units.",
+    "Dividing both sides by ${a}$, we get ${v} = \\frac{{{c}}}{{{a}}}$.",
+    "The probability is the number of favorable outcomes over the total, $\\frac{{{a}}}{{{c}}}$.",
+    "By the Pythagorean theorem, ${v}^2 = {a}^2 + {b}^2 = {d}$.",
+    "Wait, let me double-check: ${a} + {b} = {d}$, which matches the previous step.",
+    "Hence $\\sqrt{{{c}}} = {a}$ only if ${c}$ is a perfect square, and it is.",
+    "We can rewrite $2^{{{a}}} \\equiv {b} \\pmod{{{c}}}$ and reduce the exponent.",
+    "Counting the cases separately, there are ${a}$ ways in the first and ${b}$ in the second.",
+    "So the total is ${a} + {b} = {d}$, and we subtract the ${c}$ overcounted arrangements.",
+    "Using the identity $\\sin^2 \\theta + \\cos^2 \\theta = 1$, we find $\\cos\\theta = \\frac{{{a}}}{{{d}}}$.",
+]
+
+
+def make_question(rng: random.Random, q: int, n: int, chars: int) -> dict:
+    """One question: N roll-outs with answers, reasoning texts and confidences."""
+    num, den = rng.randint(1, 40), rng.randint(2, 12)
+    truth = [f"\\frac{{{num}}}{{{den}}}", f"\\dfrac{{{num}}}{{{den}}}", f"{num}/{den}"]
+    if (num * 1000) % den == 0:
+        truth.append(f"{num / den:g}")
+    wrong = [str(rng.randint(1, 200)), f"\\frac{{{num + 1}}}{{{den}}}", f"{rng.randint(1, 9)}\\sqrt{{{rng.choice([2, 3, 5])}}}",
+             str(rng.randint(1, 200)) + ".0", f"{rng.randint(2, 9)}\\pi"]
+    answers, texts, confidences = [], [], []
+    variables = "xyznkmt"
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.05:
+            answer = None
+        elif roll < 0.55:
+            answer = rng.choice(truth)
+        else:
+            answer = rng.choice(wrong[: rng.randint(2, len(wrong))])
+        parts, length = [], 0
+        while length < chars:
+            a, b, c = rng.randint(1, 30) + q, rng.randint(1, 30), rng.randint(2, 99)
+            sentence = rng.choice(_SENTENCES).format(v=rng.choice(variables), a=a, b=b, c=c, d=a + b)
+            parts.append(sentence)
+            length += len(sentence) + 1
+        if answer is not None:
+            parts.append(f"The final answer is $\\boxed{{{answer}}}$.")
+        texts.append(" ".join(parts))
+        answers.append(answer)
+        confidences.append(min(-0.01, rng.gauss(-0.45, 0.15)))
+    return {"answers": answers, "texts": texts, "confidences": confidences}
+
+
+def _median_ms(fn, items) -> float:
+    times = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--n", type=int, default=64, help="roll-outs per question")
+    parser.add_argument("--chars", type=int, default=2000, help="characters of reasoning per roll-out")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    args = parser.parse_args(argv)
+    if args.questions < 2 or args.n < 1 or args.chars < 1:
+        parser.error("need --questions >= 2, --n >= 1, --chars >= 1")
+
+    from concord.answers import default_verifier, group_answers
+    from concord.consensus import METHODS, score_group, score_groups
+
+    rng = random.Random(args.seed)
+    questions = [make_question(rng, q, args.n, args.chars) for q in range(args.questions)]
+
+    t0 = time.perf_counter()
+    group_answers(["1", "\\frac{2}{2}"])  # starts the math-verify worker
+    startup_ms = 1000 * (time.perf_counter() - t0)
+    warm, timed = questions[0], questions[1:]
+    group_answers(warm["answers"])
+    results = {"grouping": _median_ms(lambda g: g.__setitem__("classes", group_answers(g["answers"])), timed)}
+    warm["classes"] = group_answers(warm["answers"])
+    for method in METHODS:
+        score_group(method, **warm)
+        results[method] = _median_ms(lambda g, m=method: score_group(m, **g), timed)
+    t0 = time.perf_counter()
+    score_groups("core", timed)
+    results["core (batched)"] = 1000 * (time.perf_counter() - t0) / len(timed)
+    default_verifier().close()
+
+    print(f"consensus benchmark: {len(timed)} questions x N={args.n} roll-outs x ~{args.chars} chars "
+          f"(seed {args.seed}); math-verify worker start-up {startup_ms:.0f} ms (once)")
+    ok = True
+    for name, ms in results.items():
+        target = TARGETS_MS.get(name)
+        verdict = ""
+        if target is not None:
+            met = ms <= target
+            ok &= met
+            verdict = f"target <= {target:.0f} ms: {'met' if met else 'MISSED'}"
+        print(f"  {name:<16} {ms:8.2f} ms/question  {verdict}")
+    if args.json:
+        from concord.io import write_json
+
+        write_json(args.json, {"ms_per_question": results, "targets_ms": TARGETS_MS, "met": ok,
+                               "questions": len(timed), "n": args.n, "chars": args.chars, "seed": args.seed,
+                               "worker_startup_ms": startup_ms})
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+# Shared by every rule file: paths, wildcard constraints, JSON parameters, target lists.
+import json
+import os
+import re
+from pathlib import Path
+
+RESULTS = config.get("results_dir", "results")
+# concord.audit.register() writes each artifact's manifest sidecar under this tree.
+os.environ["CONCORD_RESULTS_DIR"] = RESULTS
+LOGS = f"{RESULTS}/logs"
+BENCH = f"{RESULTS}/benchmarks"
+CACHE = f"{RESULTS}/.cache"  # resumable state, deliberately outside declared outputs
+
+MODELS = list(config["models"])
+BENCHMARKS = list(config["benchmarks"])
+ARMS = list(config["arms"])
+SEEDS = [int(s) for s in config["seeds"]]
+ENGINE = config.get("engine", {})
+ON_GPU = ENGINE.get("backend", "hf") == "vllm"
+
+
+def _alternatives(values):
+    return "|".join(re.escape(str(v)) for v in values)
+
+
+wildcard_constraints:
+    model=_alternatives(MODELS),
+    benchmark=_alternatives(BENCHMARKS),
+    arm=_alternatives(["base"] + ARMS),
+    seed=r"\d+",
+
+
+# Every rule file extends this list with its final targets; `rule all` requests them.
+ALL_TARGETS = []
+
+
+def as_json(obj):
+    """A config subset as a compact JSON string (rules pass it quoted with `:q`)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def model_spec(wildcards):
+    return as_json(config["models"][wildcards.model])
+
+
+def benchmark_spec(wildcards):
+    return as_json(config["benchmarks"][wildcards.benchmark])
+
+
+def task_of(benchmark):
+    return config["benchmarks"][benchmark].get("task", "math")
+
+
+def section(name, default=None):
+    return config.get(name, {} if default is None else default)
+
+
+def gpu_count(n=1):
+    """GPUs a job asks for: only when the engine runs on GPUs (vLLM), else a CPU job."""
+    return n if ON_GPU else 0

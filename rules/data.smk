@@ -1,0 +1,40 @@
+# Models and benchmarks: materialised once, shared by every arm and seed.
+
+
+rule model:
+    output:
+        directory(f"{RESULTS}/models/{{model}}"),
+    params:
+        spec=model_spec,
+    log:
+        f"{LOGS}/model/{{model}}.log",
+    benchmark:
+        f"{BENCH}/model/{{model}}.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    conda:
+        "../envs/gpu.yaml"
+    shell:
+        "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule data:
+    output:
+        f"{RESULTS}/data/{{benchmark}}.jsonl",
+    params:
+        spec=benchmark_spec,
+    log:
+        f"{LOGS}/data/{{benchmark}}.log",
+    benchmark:
+        f"{BENCH}/data/{{benchmark}}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/analysis.yaml"
+    shell:
+        "python -m concord data --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+
+
+ALL_TARGETS.extend(expand(f"{RESULTS}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS))

@@ -1,0 +1,3 @@
+from concord.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""`python -m concord scmoa-data|scmoa-run|scmoa-report`: the SC-MoA experiments.
+
+* ``scmoa-data`` converts a benchmark file (BBH, MMLU-ML, GPQA-Diamond, AIME, LiveCodeBench,
+  HumanEval, or a project questions file) into ``results/scmoa/data/{benchmark}.jsonl``.
+* ``scmoa-run`` runs SC-MoA and the baselines on every question with a cached chat back-end (the
+  in-process engine or an OpenAI-compatible server) and writes the graded per-question records.
+* ``scmoa-report`` turns the records into tables (CSV/MD/TeX), figures (PNG/PDF) and a summary.
+
+Settings come as one JSON object (``--settings``), the ``scmoa`` config section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: Defaults of the ``scmoa`` config section (mirrored in config/schema.yaml).
+DEFAULT_SETTINGS = {
+    "n": 5, "k": 2, "k_sweep": [], "methods": ["cot", "sc", "moa", "self_moa"], "sc_k": 10, "moa_n": 4,
+    "self_moa_k": 6, "gate_thresholds": [0.6, 1.0], "perturbation": "paraphrase", "max_paraphrase_attempts": 3,
+    "sampling": {"temperature": 0.0, "max_tokens": 512}, "code": {"timeout_s": 6.0, "memory_mb": 1024},
+    "n_resamples": 10000, "seed": 0,
+}
+
+
+def settings_from(text: str | None) -> dict:
+    try:
+        given = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"--settings is not valid JSON: {exc.msg}") from None
+    if not isinstance(given, dict):
+        raise SystemExit("--settings must be a JSON object")
+    unknown = set(given) - set(DEFAULT_SETTINGS) - {"benchmarks", "limit", "chat"}
+    if unknown:
+        raise SystemExit(f"--settings has unknown key(s) {sorted(unknown)}")
+    return {**DEFAULT_SETTINGS, **given}
+
+
+def _data(args: argparse.Namespace) -> int:
+    from concord import io, provenance
+    from concord.scmoa import loaders
+
+    options = {"seed": args.seed} if args.format == "gpqa_diamond" else {}
+    if args.format == "humaneval":
+        options = {"n_public": args.public_asserts}
+    if args.input is None:
+        raise SystemExit(f"--input is required for format {args.format}")
+    rows = loaders.load(args.format, args.input, **options)
+    if args.limit:
+        rows = rows[: args.limit]
+    prov = provenance.record(step="scmoa-data", config={"format": args.format, "limit": args.limit},
+                             seed=args.seed, inputs=[args.input] if args.input else [])
+    io.write_jsonl(args.out, rows)
+    io.write_json(Path(f"{args.out}.provenance.json"), prov)
+    log.info("wrote %d %s questions to %s", len(rows), args.format, args.out)
+    return 0
+
+
+def _chat(args: argparse.Namespace, settings: dict):
+    from concord.chat import CachedChat, EngineChat, OpenAIChat
+
+    if args.base_url:
+        if not args.model:
+            raise SystemExit("--base-url needs --model (the served model's name)")
+        inner = OpenAIChat(args.base_url, args.model, concurrency=args.concurrency, timeout_s=args.timeout)
+    elif args.model_path:
+        from concord.engines import load_engine
+
+        engine = load_engine(args.engine, args.model_path, batch_size=args.batch_size, threads=args.threads,
+                             progress=False)
+        inner = EngineChat(engine)
+    else:
+        raise SystemExit("give a back-end: --model-path (in-process engine) or --base-url (OpenAI-compatible server)")
+    # Cache keys carry the model's name, not its local path, so a moved checkout reuses the cache.
+    name = args.model or Path(args.model_path).name
+    return CachedChat(inner, args.cache_dir, model_name=name, defaults=settings["sampling"])
+
+
+def _run(args: argparse.Namespace) -> int:
+    from concord import io, provenance
+    from concord.scmoa.experiment import run_benchmark
+    from concord.scmoa.loaders import load_questions
+
+    settings = settings_from(args.settings)
+    questions = load_questions(args.questions)
+    if args.limit:
+        questions = questions[: args.limit]
+    chat = _chat(args, settings)
+    records = run_benchmark(
+        questions, chat, n=settings["n"], k=settings["k"], k_sweep=settings["k_sweep"], methods=settings["methods"],
+        sc_k=settings["sc_k"], moa_n=settings["moa_n"], self_moa_k=settings["self_moa_k"],
+        gate_thresholds=[float(t) for t in settings["gate_thresholds"]], perturbation=settings["perturbation"],
+        max_paraphrase_attempts=settings["max_paraphrase_attempts"], code_options=dict(settings["code"]),
+    )
+    prov = provenance.record(step="scmoa-run", config=settings, seed=settings["seed"], inputs=[args.questions],
+                             model=chat.model_name, cache={"hits": chat.hits, "misses": chat.misses})
+    io.write_json(args.out, {"provenance": prov, "questions": records})
+    log.info("scmoa-run: %d questions, %d calls issued, %d served from cache", len(records), chat.misses, chat.hits)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from concord import io, provenance
+    from concord.scmoa import report
+
+    settings = settings_from(args.settings)
+    payload = io.read_json(args.records)
+    if not isinstance(payload, dict) or "questions" not in payload:
+        raise SystemExit(f"{args.records}: not an scmoa-run output (no 'questions')")
+    summary = report.build(payload["questions"], args.out_dir, n_resamples=settings["n_resamples"],
+                           seed=settings["seed"], title=args.title or "")
+    summary["provenance"] = provenance.record(step="scmoa-report", config=settings, seed=settings["seed"],
+                                              inputs=[args.records])
+    io.write_json(Path(args.out_dir) / "summary.json", summary)
+    return 0
+
+
+def register(subparsers) -> None:
+    from concord.scmoa.loaders import FORMATS
+
+    p = subparsers.add_parser("scmoa-data", help="convert a benchmark file into SC-MoA questions (JSONL)")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--input", help="benchmark file or directory")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--limit", type=int, default=None, help="keep the first N questions")
+    p.add_argument("--seed", type=int, default=0, help="GPQA option shuffling")
+    p.add_argument("--public-asserts", type=int, default=1, help="HumanEval: asserts shown as public tests")
+    p.set_defaults(func=_data)
+
+    p = subparsers.add_parser("scmoa-run", help="run SC-MoA and baselines on a questions file")
+    p.add_argument("--questions", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--cache-dir", required=True, type=Path, help="content-hash cache of every model call")
+    p.add_argument("--settings", help="the scmoa config section as JSON")
+    p.add_argument("--limit", type=int, default=None)
+    back = p.add_argument_group("back-end")
+    back.add_argument("--model-path", help="model directory for the in-process engine")
+    back.add_argument("--engine", default="hf", choices=["hf", "vllm"])
+    back.add_argument("--batch-size", type=int, default=16)
+    back.add_argument("--threads", type=int, default=None)
+    back.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    back.add_argument("--model", help="model name (HTTP: as served; also names the cache key)")
+    back.add_argument("--concurrency", type=int, default=8)
+    back.add_argument("--timeout", type=float, default=300.0)
+    p.set_defaults(func=_run)
+
+    p = subparsers.add_parser("scmoa-report", help="tables and figures from scmoa-run records")
+    p.add_argument("--records", required=True, type=Path)
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--settings", help="the scmoa config section as JSON")
+    p.add_argument("--title", default="")
+    p.set_defaults(func=_report)

@@ -1,0 +1,114 @@
+"""Functional Majority Voting: consensus over programs' execution vectors.
+
+Input everywhere is one question's N x K outcome matrix (N candidate programs, K test inputs),
+as returned by :func:`concord.execution.run_programs`. A cell is an outcome-like object with
+``status`` and ``output`` (``status == "ok"`` carries an output), a mapping with those keys, or
+a bare output string (``None`` = no output).
+
+* FMV (the functional medoid): a candidate is *valid* when it produced an output on every input.
+  ``S(c_i) = sum over valid j != i of #{k : o_ik == o_jk}`` for valid i; the consensus program is
+  ``argmax S`` (ties: the lowest index, i.e. the first seen, as TTRL breaks ties).
+* Pointwise-FMV: the synthetic target ``y*_k = mode{o_1k, ..., o_Nk}`` over every output produced
+  on input k (an errored or timed-out cell has no output and no vote); ties: first seen.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["execution_vectors", "valid_mask", "fmv_scores", "fmv_select", "pointwise_target", "functional_clusters"]
+
+
+def _cell(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        status, output = value.get("status"), value.get("output")
+    else:
+        try:
+            status, output = value.status, value.output
+        except AttributeError:
+            raise TypeError(
+                f"an outcome must have .status/.output, be a mapping with those keys, or be a string/None; "
+                f"got {type(value).__name__}"
+            ) from None
+    if status != "ok":
+        return None
+    if not isinstance(output, str):
+        raise ValueError(f"an 'ok' outcome must carry a string output, got {output!r}")
+    return output
+
+
+def execution_vectors(outcomes: Sequence[Sequence[Any]]) -> list[list[str | None]]:
+    """The N x K matrix of outputs (None where a candidate produced none)."""
+    rows = [[_cell(c) for c in row] for row in outcomes]
+    if rows and len({len(r) for r in rows}) != 1:
+        raise ValueError(f"every candidate needs one outcome per input; row lengths differ: {sorted({len(r) for r in rows})}")
+    return rows
+
+
+def valid_mask(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
+    """Candidates that ran without error or timeout on every input."""
+    return np.array([all(o is not None for o in row) for row in execution_vectors(outcomes)], dtype=bool)
+
+
+def fmv_scores(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
+    """S(c_i) for every candidate (float); invalid candidates get -inf so they never win."""
+    vectors = execution_vectors(outcomes)
+    if vectors and len(vectors[0]) == 0:
+        raise ValueError("FMV needs at least one test input (got K = 0)")
+    valid = np.array([all(o is not None for o in row) for row in vectors], dtype=bool)
+    scores = np.full(len(vectors), -np.inf)
+    if not valid.any():
+        return scores
+    n_inputs = len(vectors[0])
+    # Per input, how many valid candidates produced each output: S_i = sum_k (count_k[o_ik] - 1),
+    # which is the pairwise sum of eq. (1) in O(N K) instead of O(N^2 K).
+    counts = [Counter(vectors[i][k] for i in np.flatnonzero(valid)) for k in range(n_inputs)]
+    for i in np.flatnonzero(valid):
+        scores[i] = float(sum(counts[k][vectors[i][k]] - 1 for k in range(n_inputs)))
+    return scores
+
+
+def fmv_select(outcomes: Sequence[Sequence[Any]]) -> int | None:
+    """Index of the consensus program c* = argmax S(c_i), or None when no candidate is valid."""
+    if len(outcomes) == 0:
+        return None
+    scores = fmv_scores(outcomes)
+    if not np.isfinite(scores).any():
+        return None
+    return int(np.argmax(scores))  # argmax returns the first maximum: ties go to the lowest index
+
+
+def pointwise_target(outcomes: Sequence[Sequence[Any]]) -> list[str | None]:
+    """y*_k = the most common output on input k (None when no candidate produced one)."""
+    vectors = execution_vectors(outcomes)
+    if not vectors:
+        return []
+    target = []
+    for k in range(len(vectors[0])):
+        column = [row[k] for row in vectors if row[k] is not None]
+        if not column:
+            target.append(None)
+            continue
+        counts = Counter(column)
+        best = max(counts.values())
+        # Counter keeps first-insertion order, so this is the first-seen output among the modes.
+        target.append(next(out for out, c in counts.items() if c == best))
+    return target
+
+
+def functional_clusters(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
+    """Cluster id per candidate: valid candidates with identical execution vectors share an id
+    (numbered by first appearance); invalid candidates get -1."""
+    ids: dict[tuple, int] = {}
+    out = []
+    for row in execution_vectors(outcomes):
+        if any(o is None for o in row):
+            out.append(-1)
+            continue
+        out.append(ids.setdefault(tuple(row), len(ids)))
+    return np.array(out, dtype=int)

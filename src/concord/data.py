@@ -1,0 +1,283 @@
+"""Benchmarks normalised to one JSONL schema, and the prompts of the CoRE paper's Appendix I.
+
+Every question becomes ``{id, prompt, answer, level, subject, source}`` where ``prompt`` is the
+raw question text (the instruction is added by :func:`build_messages` at roll-out time, so the
+same data serves every backbone). Sources: TTRL's JSON files, Hugging Face Hub datasets (real
+runs), and a seeded synthetic arithmetic generator whose answers are checkable (the default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import string
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterable
+
+FIELDS = ("id", "prompt", "answer", "level", "subject", "source")
+
+# Appendix I: one user turn, the backbone's chat template, no system prompt. The instruction text
+# is TTRL's (the paper names it "the boxing instruction"; TTRL's *_instr data variants use it).
+BOXING_INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
+GPQA_INSTRUCTION = (
+    "Let's think step by step and output the final answer (the letter of the correct option, "
+    "A, B, C or D) within \\boxed{}."
+)
+NO_THINK = "/no_think"
+PROMPT_STYLES = ("instruct", "qwen-math", "qwen3")
+TASKS = ("math", "multiple_choice")
+
+# Hub datasets behind each real benchmark (id, config, split).
+HUB_DATASETS = {
+    "math500": ("HuggingFaceH4/MATH-500", None, "test"),
+    "math_l4": ("HuggingFaceH4/MATH-500", None, "test"),
+    "math_l5": ("HuggingFaceH4/MATH-500", None, "test"),
+    "aime2024": ("HuggingFaceH4/aime_2024", None, "train"),
+    "amc": ("AI-MO/aimo-validation-amc", None, "train"),
+    "gpqa_diamond": ("Idavidrein/gpqa", "gpqa_diamond", "train"),
+}
+
+
+class DataError(ValueError):
+    """A benchmark file or record does not have the expected shape."""
+
+
+# --------------------------------------------------------------------------- prompts
+def build_user_content(question: str, prompt_style: str = "instruct", task: str = "math") -> str:
+    """The single user turn of Appendix I for a backbone's ``prompt_style`` and a ``task``."""
+    if prompt_style not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt_style {prompt_style!r}; choose one of {PROMPT_STYLES}")
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
+    instruction = GPQA_INSTRUCTION if task == "multiple_choice" else BOXING_INSTRUCTION
+    if prompt_style == "qwen-math" and task == "math":
+        return question  # Qwen2.5-Math boxes natively: bare question
+    if prompt_style == "qwen3":
+        return f"{question}\n{NO_THINK}\n{instruction}"
+    return f"{question}\n{instruction}"
+
+
+def build_messages(question: str, prompt_style: str = "instruct", task: str = "math") -> list[dict[str, str]]:
+    return [{"role": "user", "content": build_user_content(question, prompt_style, task)}]
+
+
+# --------------------------------------------------------------------------- schema
+def validate_record(rec: dict, where: str = "record") -> dict:
+    missing = [f for f in FIELDS if f not in rec]
+    if missing:
+        raise DataError(f"{where}: missing field(s) {missing}")
+    if not isinstance(rec["prompt"], str) or not rec["prompt"].strip():
+        raise DataError(f"{where}: 'prompt' must be a non-empty string")
+    if rec["answer"] is None or str(rec["answer"]).strip() == "":
+        raise DataError(f"{where}: 'answer' is empty")
+    return {f: rec[f] for f in FIELDS}
+
+
+def write_questions(path: str | os.PathLike, records: Iterable[dict]) -> Path:
+    from concord.io import write_jsonl
+
+    records = [validate_record(r, f"question {i}") for i, r in enumerate(records)]
+    ids = [r["id"] for r in records]
+    if len(set(ids)) != len(ids):
+        raise DataError(f"duplicate question ids in {path}")
+    return write_jsonl(path, records)
+
+
+def load_questions(path: str | os.PathLike) -> list[dict]:
+    from concord.io import read_jsonl
+
+    return [validate_record(r, f"{path}:{i + 1}") for i, r in enumerate(read_jsonl(path))]
+
+
+# --------------------------------------------------------------------------- TTRL JSON
+def load_ttrl_json(path: str | os.PathLike, source: str | None = None) -> list[dict]:
+    """Read TTRL's ``test.json`` format: a JSON list of ``{prompt, answer, ...}`` objects."""
+    path = Path(path)
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"TTRL file not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(items, list):
+        raise DataError(f"{path}: expected a JSON list of questions, got {type(items).__name__}")
+    source = source or path.parent.name
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "prompt" not in item or "answer" not in item:
+            raise DataError(f"{path}: item {i} lacks 'prompt'/'answer'")
+        qid = item.get("id", item.get("unique_id", f"{source}-{i:04d}"))
+        out.append(
+            validate_record(
+                {
+                    "id": str(qid),
+                    "prompt": item["prompt"],
+                    "answer": str(item["answer"]),
+                    "level": _level(item.get("level")),
+                    "subject": item.get("subject", item.get("type", "")) or "",
+                    "source": item.get("source", source) or source,
+                },
+                f"{path}: item {i}",
+            )
+        )
+    return out
+
+
+def _level(value) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value
+    match = re.search(r"\d+", str(value))
+    return int(match.group()) if match else None
+
+
+# --------------------------------------------------------------------------- Hub datasets
+def load_hub(dataset: str, *, seed: int = 0, levels: list[int] | None = None) -> list[dict]:
+    """Load a real benchmark from the Hugging Face Hub (cluster runs; needs network access)."""
+    if dataset not in HUB_DATASETS:
+        raise DataError(f"unknown hub dataset {dataset!r}; known: {sorted(HUB_DATASETS)}")
+    from datasets import load_dataset
+
+    repo, name, split = HUB_DATASETS[dataset]
+    try:
+        rows = list(load_dataset(repo, name, split=split))
+    except Exception as exc:  # offline machines raise connection errors of several types
+        raise DataError(f"could not load {repo} from the Hugging Face Hub: {exc}") from exc
+    if dataset == "math_l4":
+        levels = levels or [4]
+    elif dataset == "math_l5":
+        levels = levels or [5]
+    return normalise_hub_rows(dataset, rows, seed=seed, levels=levels)
+
+
+def normalise_hub_rows(dataset: str, rows: list[dict], *, seed: int = 0, levels: list[int] | None = None) -> list[dict]:
+    """Map one Hub dataset's rows to the common schema (pure: testable on fixtures)."""
+    out = []
+    if dataset in ("math500", "math_l4", "math_l5"):
+        for r in rows:
+            level = _level(r.get("level"))
+            if levels and level not in levels:
+                continue
+            out.append({"id": r["unique_id"], "prompt": r["problem"], "answer": r["answer"], "level": level,
+                        "subject": r.get("subject", ""), "source": "MATH-500"})
+    elif dataset == "aime2024":
+        for i, r in enumerate(rows):
+            out.append({"id": str(r.get("id", f"aime2024-{i}")), "prompt": r["problem"], "answer": str(r["answer"]),
+                        "level": None, "subject": "", "source": "AIME 2024"})
+    elif dataset == "amc":
+        for i, r in enumerate(rows):
+            answer = r["answer"]
+            if isinstance(answer, float) and answer.is_integer():
+                answer = int(answer)
+            out.append({"id": str(r.get("id", f"amc-{i}")), "prompt": r["problem"], "answer": str(answer),
+                        "level": None, "subject": "", "source": "AMC"})
+    elif dataset == "gpqa_diamond":
+        rng = random.Random(seed)
+        for i, r in enumerate(rows):
+            out.append(gpqa_record(r, rng, i))
+    else:
+        raise DataError(f"no normaliser for {dataset!r}")
+    return [validate_record(r, f"{dataset} row {i}") for i, r in enumerate(out)]
+
+
+def gpqa_record(row: dict, rng: random.Random, index: int) -> dict:
+    """GPQA with its four choices shuffled (seeded), the gold answer becoming a letter."""
+    correct = row["Correct Answer"].strip()
+    choices = [correct] + [row[f"Incorrect Answer {k}"].strip() for k in (1, 2, 3)]
+    rng.shuffle(choices)
+    letters = "ABCD"
+    body = "\n".join(f"({letters[i]}) {c}" for i, c in enumerate(choices))
+    return {
+        "id": str(row.get("Record ID", f"gpqa-{index}")),
+        "prompt": f"{row['Question'].strip()}\n\n{body}",
+        "answer": letters[choices.index(correct)],
+        "level": None,
+        "subject": row.get("High-level domain", ""),
+        "source": "GPQA-Diamond",
+    }
+
+
+# --------------------------------------------------------------------------- synthetic
+def synthetic_arithmetic(n_questions: int, seed: int = 0) -> list[dict]:
+    """Seeded arithmetic word problems in five difficulty levels with exact answers.
+
+    Level 1: a + b; 2: a * b - c; 3: multi-step with parentheses; 4: a fraction sum reduced to
+    lowest terms; 5: a linear equation solved for x. Answers are exact (integers or fractions).
+    """
+    if n_questions < 1:
+        raise ValueError("n_questions must be >= 1")
+    rng = random.Random(seed)
+    out = []
+    for i in range(n_questions):
+        level = i % 5 + 1
+        text, answer = _SYNTHETIC[level](rng)
+        out.append({"id": f"synthetic-{seed}-{i:04d}", "prompt": text, "answer": _fmt(answer), "level": level,
+                    "subject": "arithmetic", "source": "synthetic"})
+    return out
+
+
+def _fmt(value: Fraction | int) -> str:
+    value = Fraction(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    sign = "-" if value < 0 else ""
+    return f"{sign}\\frac{{{abs(value.numerator)}}}{{{value.denominator}}}"
+
+
+def _l1(rng):
+    a, b = rng.randint(2, 99), rng.randint(2, 99)
+    return f"What is {a} + {b}?", a + b
+
+
+def _l2(rng):
+    a, b, c = rng.randint(2, 19), rng.randint(2, 19), rng.randint(1, 50)
+    return f"Compute {a} \\times {b} - {c}.", a * b - c
+
+
+def _l3(rng):
+    a, b, c, d = (rng.randint(2, 15) for _ in range(4))
+    return f"Evaluate ({a} + {b}) \\times {c} - {d} \\times {a}.", (a + b) * c - d * a
+
+
+def _l4(rng):
+    a, b, c, d = rng.randint(1, 9), rng.randint(2, 12), rng.randint(1, 9), rng.randint(2, 12)
+    return (f"Compute \\frac{{{a}}}{{{b}}} + \\frac{{{c}}}{{{d}}} and give the result as a fraction in lowest terms.",
+            Fraction(a, b) + Fraction(c, d))
+
+
+def _l5(rng):
+    a, x, b = rng.randint(2, 12), rng.randint(-20, 20), rng.randint(-30, 30)
+    c = a * x + b
+    name = rng.choice(string.ascii_lowercase[:3] + "xyz")
+    return f"Solve for ${name}$: ${a}{name} + ({b}) = {c}$.", x
+
+
+_SYNTHETIC = {1: _l1, 2: _l2, 3: _l3, 4: _l4, 5: _l5}
+
+
+def prepare_benchmark(spec: dict) -> list[dict]:
+    """Load the benchmark described by a config ``benchmarks.<key>`` entry."""
+    source = spec["source"]
+    if source == "synthetic":
+        records = synthetic_arithmetic(int(spec.get("n_questions", 20)), seed=int(spec.get("seed", 0)))
+    elif source == "ttrl_json":
+        if "path" not in spec:
+            raise DataError("a ttrl_json benchmark needs 'path' (a TTRL test.json file)")
+        records = load_ttrl_json(spec["path"])
+        if spec.get("levels"):
+            records = [r for r in records if r["level"] in spec["levels"]]
+    elif source == "hub":
+        if "dataset" not in spec:
+            raise DataError(f"a hub benchmark needs 'dataset', one of {sorted(HUB_DATASETS)}")
+        records = load_hub(spec["dataset"], seed=int(spec.get("seed", 0)), levels=spec.get("levels"))
+    else:
+        raise DataError(f"unknown benchmark source {source!r}")
+    if spec.get("n_questions") and source != "synthetic":
+        records = records[: int(spec["n_questions"])]
+    if not records:
+        raise DataError(f"benchmark {spec} produced no questions")
+    return records

@@ -1,0 +1,139 @@
+"""Hugging Face ``generate`` back-end (CPU or GPU).
+
+Confidence is read from the model's *raw* logits (``output_logits=True``), i.e. the log-probability
+of each sampled token under the policy itself, not under the temperature/top-p warped
+distribution; this matches vLLM's default ``raw_logprobs`` so both back-ends give the same c_i.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Sequence
+
+from concord.engines.base import Generation, Messages, SamplingParams, mean_logprob
+
+log = logging.getLogger(__name__)
+
+
+class HFEngine:
+    def __init__(
+        self,
+        model_path: str | os.PathLike,
+        *,
+        device: str | None = None,
+        dtype: str = "auto",
+        batch_size: int = 32,
+        threads: int | None = None,
+        progress: bool = True,
+        **_ignored,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if threads:
+            torch.set_num_threads(int(threads))
+        self.model_name = str(model_path)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        torch_dtype = _resolve_dtype(dtype, self.device)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        self.tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=torch_dtype).to(self.device)
+        self.model.eval()
+        self.batch_size = int(batch_size)
+        self.progress = progress
+
+    @classmethod
+    def from_model(cls, model, tokenizer, *, batch_size: int = 32, progress: bool = False) -> "HFEngine":
+        """Wrap an already-loaded model (e.g. the policy inside a trainer) without reloading it."""
+        self = cls.__new__(cls)
+        self.model_name = getattr(model, "name_or_path", "in-memory")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = str(next(model.parameters()).device)
+        self.batch_size = batch_size
+        self.progress = progress
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return self
+
+    def render(self, messages: Messages) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def generate(self, conversations: Sequence[Messages], params: SamplingParams) -> list[list[Generation]]:
+        from tqdm.auto import tqdm
+
+        prompts = [self.render(m) for m in conversations]
+        # One row per roll-out, rows of a conversation contiguous, so results regroup trivially.
+        rows = [p for p in prompts for _ in range(params.n)]
+        flat: list[Generation] = []
+        batches = range(0, len(rows), self.batch_size)
+        bar = tqdm(batches, desc="generate", unit="batch", disable=not self.progress or len(batches) < 2)
+        for b, start in enumerate(bar):
+            flat.extend(self._generate_batch(rows[start : start + self.batch_size], params, seed=params.seed + b))
+        return [flat[i * params.n : (i + 1) * params.n] for i in range(len(prompts))]
+
+    def _generate_batch(self, prompts: list[str], params: SamplingParams, seed: int) -> list[Generation]:
+        import torch
+
+        # The chat template already carries BOS/special tokens.
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        torch.manual_seed(seed)
+        sampling = (
+            {"do_sample": True, "temperature": params.temperature, "top_p": params.top_p, "top_k": 0}
+            if not params.greedy
+            else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        )
+        with torch.inference_mode():
+            out = self.model.generate(
+                **enc,
+                max_new_tokens=params.max_new_tokens,
+                return_dict_in_generate=True,
+                output_logits=True,
+                pad_token_id=self.tokenizer.pad_token_id,
+                eos_token_id=self.tokenizer.eos_token_id,
+                **sampling,
+            )
+        new_tokens = out.sequences[:, enc["input_ids"].shape[1] :]
+        # Step by step: stacking (batch, steps, vocab) logits would cost GBs at long lengths.
+        token_logprobs = torch.stack(
+            [
+                torch.log_softmax(step_logits.float(), dim=-1).gather(-1, new_tokens[:, t : t + 1]).squeeze(-1)
+                for t, step_logits in enumerate(out.logits)
+            ],
+            dim=1,
+        )
+        return [self._to_generation(new_tokens[i], token_logprobs[i], params) for i in range(len(prompts))]
+
+    def _to_generation(self, tokens, logprobs, params: SamplingParams) -> Generation:
+        eos = self.tokenizer.eos_token_id
+        ids = tokens.tolist()
+        stopped = eos in ids
+        length = ids.index(eos) if stopped else len(ids)
+        # The EOS token is part of the sampled sequence; score it, as vLLM does.
+        scored = length + 1 if stopped else length
+        lps = [float(x) for x in logprobs[:scored].tolist()]
+        text = self.tokenizer.decode(ids[:length], skip_special_tokens=True)
+        finish = "stop" if stopped else "length"
+        text, finish = _apply_stop_strings(text, finish, params.stop)
+        return Generation(text=text, n_tokens=scored, finish_reason=finish, mean_logprob=mean_logprob(lps), token_logprobs=lps)
+
+
+def _apply_stop_strings(text: str, finish: str, stop: Sequence[str]) -> tuple[str, str]:
+    cut = min((text.find(s) for s in stop if s and s in text), default=-1)
+    if cut >= 0:
+        return text[:cut], "stop"
+    return text, finish
+
+
+def _resolve_dtype(dtype: str, device: str):
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    try:
+        return getattr(torch, dtype)
+    except AttributeError:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16") from None

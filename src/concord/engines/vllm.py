@@ -1,0 +1,86 @@
+"""vLLM offline back-end (GPU only; imported lazily so CPU installs never need vLLM).
+
+Per-token log-probabilities come from ``SamplingParams(logprobs=0)``, which returns the sampled
+token's log-probability under the raw model distribution (vLLM's default ``raw_logprobs``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from concord.engines.base import Generation, Messages, SamplingParams, mean_logprob
+
+
+class VLLMUnavailableError(RuntimeError):
+    pass
+
+
+def _import_vllm():
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        raise VLLMUnavailableError(
+            "engine backend 'vllm' needs the vllm package and a CUDA GPU; it is not installed here. "
+            "Use engine.backend: hf on CPU, or run under the conda env envs/gpu.yaml on a GPU node."
+        ) from exc
+    return vllm
+
+
+class VLLMEngine:
+    def __init__(
+        self,
+        model_path: str | os.PathLike,
+        *,
+        dtype: str = "auto",
+        gpu_memory_utilization: float = 0.85,
+        tensor_parallel_size: int = 1,
+        max_model_len: int = 4096,
+        seed: int = 0,
+        **_ignored,
+    ) -> None:
+        vllm = _import_vllm()
+        self.model_name = str(model_path)
+        self._vllm = vllm
+        self.llm = vllm.LLM(
+            model=str(model_path),
+            dtype=dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            seed=seed,
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def render(self, messages: Messages) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def sampling_params(self, params: SamplingParams):
+        return self._vllm.SamplingParams(
+            n=params.n,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_new_tokens,
+            seed=params.seed,
+            stop=list(params.stop) or None,
+            logprobs=0,
+        )
+
+    def generate(self, conversations: Sequence[Messages], params: SamplingParams) -> list[list[Generation]]:
+        outputs = self.llm.chat(list(conversations), self.sampling_params(params), use_tqdm=True)
+        return [[to_generation(c) for c in request.outputs] for request in outputs]
+
+
+def to_generation(completion) -> Generation:
+    """Convert one vLLM ``CompletionOutput`` into a :class:`Generation`."""
+    lps: list[float] = []
+    if completion.logprobs:
+        for token_id, entry in zip(completion.token_ids, completion.logprobs):
+            lps.append(float(entry[token_id].logprob))
+    mean = mean_logprob(lps) if lps else (
+        completion.cumulative_logprob / max(len(completion.token_ids), 1)
+        if completion.cumulative_logprob is not None
+        else float("-inf")
+    )
+    finish = "length" if completion.finish_reason == "length" else "stop"
+    return Generation(text=completion.text, n_tokens=len(completion.token_ids), finish_reason=finish, mean_logprob=mean, token_logprobs=lps)

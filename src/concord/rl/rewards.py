@@ -1,0 +1,258 @@
+"""Arm -> group scorer registry, and the TRL reward function that scores whole groups.
+
+A *scorer* turns one question's group of roll-outs into per-roll-out rewards, a cohesiveness
+gate w_q and a pseudo-label. It sees the roll-out texts, their confidences c_i (mean token
+log-probability under the sampling policy, computed once by the trainer, identically for every
+arm) and the question's non-gold fields -- never a gold answer. Arms register here by name, so
+other reward families (e.g. FMV for code) plug into the same trainer::
+
+    @register_scorer("fmv")
+    def fmv(group: GroupInput) -> GroupScore: ...
+
+:class:`ConsensusReward` is the callable handed to TRL's ``GRPOTrainer`` as ``reward_funcs``.
+TRL calls it on each process with that process's slice of the batch, and a question's group of
+``n_vote`` roll-outs may straddle two processes. So it first gathers every process's roll-outs,
+scores each complete group once on the main process, broadcasts the result, and returns the
+local slice: no group is ever scored in parts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: Arms whose cohesiveness gate scales the loss; the others train with w_q = 1 (paper 3.2, sec. 4).
+GATED_ARMS = frozenset({"ec", "core"})
+MATH_ARMS = ("majority", "ec", "cisc", "core")
+
+#: Dataset fields that carry a reference answer and must never reach a scorer or the trainer.
+GOLD_FIELDS = frozenset({"answer", "gold", "solution", "label", "reference", "target", "private_tests"})
+
+
+@dataclass(frozen=True)
+class GroupInput:
+    """What a scorer may see of one question's roll-outs."""
+
+    question_id: str
+    texts: list[str]
+    confidences: np.ndarray
+    context: dict[str, Any] = field(default_factory=dict)  # non-gold dataset fields (e.g. public tests)
+    params: dict[str, Any] = field(default_factory=dict)  # the config's consensus section
+
+
+@dataclass
+class GroupScore:
+    rewards: np.ndarray  # (n_vote,) in [0, 1]
+    gate: float  # w_q >= 0; 1.0 for ungated arms
+    label: str | None  # the pseudo-label (answer text), None when no roll-out produced one
+    answers: list[str | None]  # each roll-out's extracted answer (None = no answer)
+    classes: list[int] | None = None  # answer-equivalence class per roll-out (-1 = no answer)
+
+
+Scorer = Callable[[GroupInput], GroupScore]
+_SCORERS: dict[str, Scorer] = {}
+
+
+def register_scorer(arm: str, scorer: Scorer | None = None):
+    """Register ``scorer`` for ``arm`` (usable as a decorator). Re-registering replaces it."""
+
+    def _register(fn: Scorer) -> Scorer:
+        _SCORERS[arm] = fn
+        return fn
+
+    return _register(scorer) if scorer is not None else _register
+
+
+def get_scorer(arm: str) -> Scorer:
+    _load_plugins()
+    try:
+        return _SCORERS[arm]
+    except KeyError:
+        raise ValueError(f"no reward scorer registered for arm {arm!r}; known arms: {sorted(_SCORERS)}") from None
+
+
+def available_arms() -> list[str]:
+    _load_plugins()
+    return sorted(_SCORERS)
+
+
+def _load_plugins() -> None:
+    # Reward families living elsewhere in the library register themselves on import; importing
+    # lazily keeps `concord.rl` light and tolerates a family that is not part of this install.
+    try:
+        import concord.code.rewards  # noqa: F401
+    except ImportError as exc:
+        if "concord.code" not in str(exc):
+            raise
+
+
+def math_scorer(arm: str) -> Scorer:
+    """The consensus-library scorer for a math arm: extract \\boxed{} answers, score the group."""
+
+    def score(group: GroupInput) -> GroupScore:
+        from concord.answers import extract_boxed, group_answers
+        from concord.consensus import score_group
+
+        answers = [extract_boxed(t) for t in group.texts]
+        classes = list(group_answers(answers))
+        result = score_group(
+            arm, answers, texts=list(group.texts), confidences=np.asarray(group.confidences, dtype=float),
+            classes=classes, **group.params,
+        )
+        rewards = np.asarray(result.rewards, dtype=float)
+        if rewards.shape != (len(group.texts),):
+            raise RuntimeError(f"score_group({arm!r}) returned {rewards.shape} rewards for {len(group.texts)} roll-outs")
+        gate = float(result.gate) if arm in GATED_ARMS else 1.0
+        return GroupScore(rewards=rewards, gate=gate, label=result.label, answers=answers, classes=classes)
+
+    score.__name__ = f"score_{arm}"
+    return score
+
+
+for _arm in MATH_ARMS:
+    register_scorer(_arm, math_scorer(_arm))
+
+
+@dataclass
+class GroupRecord:
+    """One scored group, as logged (no gold): enough to audit the reward after the fact."""
+
+    question_id: str
+    answers: list[str | None]
+    classes: list[int] | None
+    confidences: list[float]
+    rewards: list[float]
+    gate: float
+    label: str | None
+    kept: list[bool] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ScoredBatch:
+    """A whole global batch: per-roll-out rewards and gates (gate repeated over its group)."""
+
+    rewards: np.ndarray
+    gates: np.ndarray
+    groups: list[GroupRecord]
+
+
+def score_batch(
+    arm: str,
+    question_ids: Sequence[str],
+    texts: Sequence[str],
+    confidences: Sequence[float],
+    contexts: Sequence[dict],
+    n_vote: int,
+    params: dict,
+    scorer: Scorer | None = None,
+) -> ScoredBatch:
+    """Score a global batch of contiguous groups of ``n_vote`` roll-outs, one whole group at a time."""
+    n = len(texts)
+    if not (len(question_ids) == len(confidences) == len(contexts) == n):
+        raise ValueError("question_ids, texts, confidences and contexts must have one entry per roll-out")
+    if n % n_vote:
+        raise RuntimeError(f"{n} roll-outs do not form whole groups of n_vote={n_vote}")
+    scorer = scorer or get_scorer(arm)
+    rewards = np.zeros(n)
+    gates = np.ones(n)
+    groups = []
+    for start in range(0, n, n_vote):
+        ids = set(question_ids[start:start + n_vote])
+        if len(ids) != 1:
+            raise RuntimeError(
+                f"roll-outs {start}..{start + n_vote - 1} should form one question's group but carry question ids "
+                f"{sorted(ids)}; the batch is not laid out in contiguous groups"
+            )
+        conf = np.asarray(confidences[start:start + n_vote], dtype=float)
+        score = scorer(GroupInput(
+            question_id=question_ids[start], texts=list(texts[start:start + n_vote]), confidences=conf,
+            context=dict(contexts[start]), params=dict(params),
+        ))
+        r = np.asarray(score.rewards, dtype=float)
+        if r.shape != (n_vote,):
+            raise RuntimeError(f"scorer for arm {arm!r} returned {r.shape} rewards for a group of {n_vote}")
+        if not np.isfinite(score.gate) or score.gate < 0:
+            raise RuntimeError(f"scorer for arm {arm!r} returned gate {score.gate}; gates must be finite and >= 0")
+        rewards[start:start + n_vote] = r
+        gates[start:start + n_vote] = score.gate
+        groups.append(GroupRecord(
+            question_id=str(question_ids[start]), answers=list(score.answers),
+            classes=None if score.classes is None else [int(c) for c in score.classes],
+            confidences=[float(c) for c in conf], rewards=[float(x) for x in r], gate=float(score.gate),
+            label=score.label,
+        ))
+    return ScoredBatch(rewards=rewards, gates=gates, groups=groups)
+
+
+def completion_text(completion) -> str:
+    """TRL passes conversational completions as ``[{"role": "assistant", "content": ...}]``."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content") or "")
+    raise TypeError(f"unexpected completion format: {type(completion).__name__}")
+
+
+class ConsensusReward:
+    """TRL reward function for one arm: whole-group consensus rewards, gates kept for the trainer.
+
+    Called by ``GRPOTrainer._calculate_rewards`` with the local slice of the batch and every dataset
+    column; needs the ``question_id`` column and the ``confidence`` column the trainer adds. The
+    last global :class:`ScoredBatch` stays in :attr:`last_batch` (the trainer gates advantages
+    with it) and every batch is queued in :attr:`pending` for the per-step log.
+    """
+
+    def __init__(self, arm: str, n_vote: int, params: dict | None = None, scorer: Scorer | None = None):
+        self.arm = arm
+        self.n_vote = int(n_vote)
+        self.params = dict(params or {})
+        self.scorer = scorer or get_scorer(arm)
+        self.__name__ = f"consensus_{arm}"  # TRL names the reward column after the function
+        self.last_batch: ScoredBatch | None = None
+        self.pending: list[ScoredBatch] = []
+
+    def __call__(self, prompts, completions, completion_ids=None, *, question_id=None, confidence=None,
+                 **columns) -> list[float]:
+        from accelerate import PartialState
+        from accelerate.utils import broadcast_object_list, gather_object
+
+        if question_id is None or confidence is None:
+            raise RuntimeError(
+                "the consensus reward needs the 'question_id' dataset column and the trainer's 'confidence' column; "
+                "use concord.rl.trainer.ConsensusGRPOTrainer"
+            )
+        context_keys = sorted(k for k in columns if k not in _TRL_KWARGS)
+        leaked = GOLD_FIELDS.intersection(context_keys)
+        if leaked:
+            raise RuntimeError(f"gold field(s) {sorted(leaked)} reached the reward function; the training data must not carry them")
+        local = [
+            (str(q), completion_text(c), float(conf), {k: columns[k][i] for k in context_keys})
+            for i, (q, c, conf) in enumerate(zip(question_id, completions, confidence, strict=True))
+        ]
+        state = PartialState()
+        gathered = gather_object(local)  # all processes' roll-outs, in process order
+        payload = [None]
+        if state.is_main_process:
+            payload[0] = score_batch(
+                self.arm, [g[0] for g in gathered], [g[1] for g in gathered], [g[2] for g in gathered],
+                [g[3] for g in gathered], self.n_vote, self.params, scorer=self.scorer,
+            )
+        if state.num_processes > 1:
+            broadcast_object_list(payload, from_process=0)
+        batch: ScoredBatch = payload[0]
+        self.last_batch = batch
+        self.pending.append(batch)
+        start = state.process_index * len(local)
+        return [float(r) for r in batch.rewards[start:start + len(local)]]
+
+
+# Keyword arguments TRL adds to every reward call besides dataset columns.
+_TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "prompt", "completion"})

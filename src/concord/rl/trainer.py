@@ -1,0 +1,115 @@
+"""``ConsensusGRPOTrainer``: TRL's GRPOTrainer with TTRL's vote/train split and the CoRE gate.
+
+Three changes to the stock trainer, each at the narrowest hook TRL offers:
+
+1. ``_generate`` -- after sampling, attach each roll-out's confidence c_i (mean token
+   log-probability under the sampling policy) as a ``confidence`` column for the reward
+   function: vLLM's per-token sampling log-probs when generation ran in vLLM, otherwise one
+   no-grad forward pass of the policy (TRL's own ``_get_per_token_logps_and_entropies``, which
+   applies the sampling temperature). Every arm gets it the same way, whether it uses it or not.
+2. the reward function (:class:`concord.rl.rewards.ConsensusReward`) scores whole groups.
+3. ``_generate_and_score_completions`` -- after TRL has built the batch, keep only the
+   ``n_train`` training roll-outs of each group, recompute their group-normalised advantages
+   over the kept roll-outs, multiply by the group's gate w_q, and recount the loss normaliser.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+from trl import GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import pad
+
+from concord.rl.batching import Layout, check_layout, gated_advantages, keep_mask
+from concord.rl.rewards import ConsensusReward
+
+log = logging.getLogger(__name__)
+
+
+class ConsensusGRPOTrainer(GRPOTrainer):
+    def __init__(self, *args, consensus_reward: ConsensusReward, n_train: int, **kwargs):
+        if "reward_funcs" in kwargs:
+            raise TypeError("ConsensusGRPOTrainer takes consensus_reward=..., not reward_funcs")
+        super().__init__(*args, reward_funcs=[consensus_reward], **kwargs)
+        self.consensus_reward = consensus_reward
+        self.n_vote = int(self.num_generations)
+        self.n_train = int(n_train)
+        if consensus_reward.n_vote != self.n_vote:
+            raise ValueError(f"reward groups of {consensus_reward.n_vote} but num_generations={self.n_vote}")
+        self.layout = check_layout(Layout(
+            prompts_per_step=self.args.generation_batch_size // self.n_vote,
+            n_vote=self.n_vote,
+            n_train=self.n_train,
+            num_processes=self.accelerator.num_processes,
+            gradient_accumulation_steps=self.args.steps_per_generation,
+        ))
+        if self.args.steps_per_generation != self.args.gradient_accumulation_steps:
+            raise ValueError("one generation batch per optimisation step: steps_per_generation must equal gradient_accumulation_steps")
+
+    # -- 1. confidence ------------------------------------------------------------------------
+    def _generate(self, prompts: list):
+        (prompt_ids, completion_ids, tool_mask, completions, logprobs,
+         extra_fields, images, tool_images) = super()._generate(prompts)
+        if logprobs is not None:
+            confidence = [_mean_finite(seq) for seq in logprobs]
+        else:
+            confidence = self._forward_confidence(prompt_ids, completion_ids)
+        extra_fields = {**(extra_fields or {}), "confidence": confidence}
+        return prompt_ids, completion_ids, tool_mask, completions, logprobs, extra_fields, images, tool_images
+
+    @torch.no_grad()
+    def _forward_confidence(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]) -> list[float]:
+        device = self.accelerator.device
+        pad_id = self._tokenizer.pad_token_id
+        p = pad([torch.tensor(x) for x in prompt_ids], padding_value=pad_id, padding_side="left").to(device)
+        pm = pad([torch.ones(len(x), dtype=torch.long) for x in prompt_ids], padding_value=0, padding_side="left").to(device)
+        c = pad([torch.tensor(x) for x in completion_ids], padding_value=pad_id, padding_side="right").to(device)
+        cm = pad([torch.ones(len(x), dtype=torch.long) for x in completion_ids], padding_value=0, padding_side="right").to(device)
+        with disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model, torch.cat([p, c], dim=1), torch.cat([pm, cm], dim=1), c.size(1),
+                batch_size=self.args.per_device_train_batch_size,
+            )
+        cm = cm.to(logps.dtype)
+        means = (logps.float() * cm).sum(1) / cm.sum(1).clamp(min=1.0)
+        # An empty completion has no tokens to be confident about: never the most confident.
+        means = torch.where(cm.sum(1) > 0, means, torch.full_like(means, float("-inf")))
+        return means.tolist()
+
+    # -- 3. training subset and gate -------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        if not self.model.training:
+            return output
+        batch = self.consensus_reward.last_batch
+        n_local = output["completion_ids"].size(0)
+        n_global = n_local * self.accelerator.num_processes
+        if batch is None or len(batch.rewards) != n_global:
+            raise RuntimeError("the consensus reward did not score this batch; rewards and roll-outs are out of step")
+        advantages = gated_advantages(batch.rewards, batch.gates, self.n_vote, self.n_train, self.scale_rewards)
+        keep = keep_mask(n_global, self.n_vote, self.n_train)
+        for g, record in enumerate(batch.groups):
+            record.kept = keep[g * self.n_vote:(g + 1) * self.n_vote].tolist()
+        local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
+        local_keep = torch.from_numpy(keep[local]).to(self.accelerator.device)
+        out = {}
+        for key, value in output.items():
+            if isinstance(value, torch.Tensor) and value.ndim > 0 and value.size(0) == n_local:
+                out[key] = value[local_keep]
+            else:
+                out[key] = value
+        out["advantages"] = torch.from_numpy(advantages[local][keep[local]]).to(
+            device=self.accelerator.device, dtype=output["advantages"].dtype)
+        loss_mask = out["completion_mask"] if "tool_mask" not in out else out["completion_mask"] * out["tool_mask"]
+        # The DAPO-style normaliser counts the tokens that actually enter the loss.
+        out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        return out
+
+
+def _mean_finite(values) -> float:
+    vals = np.asarray([np.nan if v is None else v for v in values], dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.mean()) if vals.size else float("-inf")

@@ -1,0 +1,265 @@
+"""Analyses of section 5 and Appendices G, H, K, T, U on per-question SC-MoA records.
+
+Each function is pure: arrays or question records in, numbers or a DataFrame out. A question
+record (written by :mod:`concord.scmoa.experiment`) carries ``methods`` (method -> ``answer``,
+``correct``, ``calls``), the SC-MoA ``record`` of :func:`concord.scmoa.run_scmoa`,
+``agents_correct`` (each pre-refinement proposal graded), ``sc_correct`` (each self-consistency
+sample graded) and ``k_sweep`` (k -> correct).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from concord import stats
+
+GATE_THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, math.inf)
+
+
+def _bool_array(name: str, values: Sequence) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional")
+    return arr.astype(bool)
+
+
+def method_correct(records: Sequence[Mapping], method: str) -> np.ndarray:
+    missing = [r.get("id") for r in records if method not in r["methods"]]
+    if missing:
+        raise KeyError(f"method {method!r} missing from {len(missing)} record(s), e.g. {missing[:3]}")
+    return np.array([bool(r["methods"][method]["correct"]) for r in records])
+
+
+# ----------------------------------------------------------------------- accuracy and significance
+
+
+def accuracy_table(records: Sequence[Mapping], methods: Sequence[str], alpha: float = 0.05) -> pd.DataFrame:
+    """Accuracy with Clopper-Pearson intervals and mean calls per method."""
+    rows = []
+    for m in methods:
+        correct = method_correct(records, m)
+        n, k = correct.size, int(correct.sum())
+        lo, hi = stats.clopper_pearson(k, n, alpha)
+        calls = [r["methods"][m].get("calls") for r in records]
+        calls = [c for c in calls if c is not None]
+        rows.append({"method": m, "n": n, "correct": k, "accuracy": k / n, "ci_lo": lo, "ci_hi": hi,
+                     "calls": float(np.mean(calls)) if calls else math.nan})
+    return pd.DataFrame(rows)
+
+
+def significance_table(records: Sequence[Mapping], target: str, baselines: Sequence[str], *,
+                       n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """McNemar (chi-square, no continuity correction) and paired bootstrap of target vs each baseline."""
+    a = method_correct(records, target).astype(float)
+    rows = []
+    for base in baselines:
+        b = method_correct(records, base).astype(float)
+        wins, losses = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+        delta, lo, hi = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
+        rows.append({"method": target, "baseline": base, "wins": wins, "losses": losses,
+                     "mcnemar_p": stats.mcnemar(wins, losses), "delta": delta, "ci_lo": lo, "ci_hi": hi})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------- Proposition 1
+
+
+def flip_decomposition(vote_correct: Sequence, synth_correct: Sequence) -> dict:
+    """Beneficial/harmful flips and the Proposition 1 terms: advantage = P_w R_s - P_c (1 - F_s)."""
+    v, s = _bool_array("vote_correct", vote_correct), _bool_array("synth_correct", synth_correct)
+    if v.shape != s.shape or v.size == 0:
+        raise ValueError("vote and synthesis correctness must be non-empty and of equal length")
+    n = v.size
+    beneficial, harmful = int((~v & s).sum()), int((v & ~s).sum())
+    p_c = v.mean()
+    p_w = 1.0 - p_c
+    f_s = float(s[v].mean()) if v.any() else math.nan
+    r_s = float(s[~v].mean()) if (~v).any() else math.nan
+    recovery = beneficial / n  # = P_w * R_s
+    corruption = harmful / n  # = P_c * (1 - F_s)
+    return {
+        "n": n, "beneficial": beneficial, "harmful": harmful, "P_c": float(p_c), "P_w": float(p_w),
+        "F_s": f_s, "R_s": r_s, "recovery": recovery, "corruption": corruption,
+        "advantage": float(s.mean() - p_c), "flip_ratio": beneficial / harmful if harmful else math.inf,
+        "fidelity_threshold": float(p_c / (p_c + p_w * r_s)) if not math.isnan(r_s) and p_c + p_w * r_s > 0 else math.nan,
+        "mcnemar_p": stats.mcnemar(beneficial, harmful),
+    }
+
+
+# ----------------------------------------------------------------------- consensus transitions
+
+
+def transition_matrix(pre_kmax: Sequence[int], post_kmax: Sequence[int], n: int) -> pd.DataFrame:
+    """Counts of (pre-refinement k_max, post-refinement k_max); rows pre, columns post."""
+    pre, post = np.asarray(pre_kmax, dtype=int), np.asarray(post_kmax, dtype=int)
+    if pre.shape != post.shape:
+        raise ValueError("pre and post consensus counts differ in length")
+    if pre.size and (pre.min() < 1 or post.min() < 1 or max(pre.max(), post.max()) > n):
+        raise ValueError(f"consensus counts must lie in 1..{n}")
+    levels = list(range(1, n + 1))
+    table = pd.DataFrame(0, index=pd.Index(levels, name="pre"), columns=pd.Index(levels, name="post"))
+    for a, b in zip(pre, post):
+        table.loc[a, b] += 1
+    return table
+
+
+# ----------------------------------------------------------------------- trace diversity
+
+
+def trace_diversity(traces: Sequence[str], max_features: int = 5000) -> float:
+    """D_t: mean pairwise cosine distance of the traces in TF-IDF space (English stop words removed).
+
+    The vocabulary is fitted on the problem's own traces (Appendix U). Fewer than two traces, or
+    a trace without any content word, give NaN (undefined).
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_distances
+
+    docs = [t or "" for t in traces]
+    if len(docs) < 2:
+        return math.nan
+    try:
+        matrix = TfidfVectorizer(max_features=max_features, stop_words="english").fit_transform(docs)
+    except ValueError:  # empty vocabulary: nothing but stop words / numbers
+        return math.nan
+    if (matrix.getnnz(axis=1) == 0).any():
+        return math.nan
+    dist = cosine_distances(matrix)
+    iu = np.triu_indices(len(docs), k=1)
+    return float(dist[iu].mean())
+
+
+def flip_outcome(vote_correct: bool, synth_correct: bool) -> str:
+    if vote_correct == synth_correct:
+        return "no flip"
+    return "beneficial" if synth_correct else "harmful"
+
+
+def diversity_by_outcome(diversity: Sequence[float], outcomes: Sequence[str]) -> tuple[pd.DataFrame, dict]:
+    """Mean D_t per outcome and Welch's t-test of beneficial vs no-flip (NaN when too few).
+
+    Degenerate problems -- D_t undefined, or D_t = 0 (all traces alike, e.g. answer-only) -- are
+    excluded, as in Appendix U.
+    """
+    from scipy.stats import ttest_ind
+
+    frame = pd.DataFrame({"D_t": np.asarray(diversity, dtype=float), "outcome": list(outcomes)}).dropna()
+    frame = frame[frame["D_t"] > 0]
+    table = (frame.groupby("outcome")["D_t"].agg(["count", "mean", "std"]).reindex(["beneficial", "harmful", "no flip"])
+             .reset_index())
+    table["count"] = table["count"].fillna(0).astype(int)
+    ben = frame.loc[frame.outcome == "beneficial", "D_t"].to_numpy()
+    none = frame.loc[frame.outcome == "no flip", "D_t"].to_numpy()
+    if ben.size >= 2 and none.size >= 2:
+        res = ttest_ind(ben, none, equal_var=False)
+        test = {"t": float(res.statistic), "p": float(res.pvalue)}
+    else:
+        test = {"t": math.nan, "p": math.nan}
+    test.update(n_beneficial=int(ben.size), n_no_flip=int(none.size))
+    return table, test
+
+
+# ----------------------------------------------------------------------- error correlation
+
+
+def mean_error_correlation(errors: np.ndarray) -> float:
+    """rho-bar: mean pairwise Pearson correlation of agents' error indicators across problems.
+
+    Pairs where an agent's errors are constant (correlation undefined) are left out.
+    """
+    e = np.asarray(errors, dtype=float)
+    if e.ndim != 2 or e.shape[1] < 2:
+        raise ValueError(f"errors must be problems x agents with >= 2 agents, got shape {e.shape}")
+    rhos = []
+    for i, j in combinations(range(e.shape[1]), 2):
+        a, b = e[:, i], e[:, j]
+        if a.std() == 0 or b.std() == 0:
+            continue
+        rhos.append(float(np.corrcoef(a, b)[0, 1]))
+    return float(np.mean(rhos)) if rhos else math.nan
+
+
+def error_correlation(errors: np.ndarray, *, n_resamples: int = 2000, seed: int = 0) -> dict:
+    """rho-bar with a 95% percentile bootstrap interval over problems (Appendix K.1)."""
+    e = np.asarray(errors, dtype=float)
+    point = mean_error_correlation(e)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_resamples):
+        value = mean_error_correlation(e[rng.integers(0, e.shape[0], e.shape[0])])
+        if not math.isnan(value):
+            boots.append(value)
+    lo, hi = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))) if boots else (math.nan, math.nan)
+    return {"rho_bar": point, "ci_lo": lo, "ci_hi": hi, "n_problems": int(e.shape[0]), "n_agents": int(e.shape[1])}
+
+
+# ----------------------------------------------------------------------- calibration
+
+
+def reliability(confidence: Sequence[float], correct: Sequence, n_bins: int | None = None) -> tuple[pd.DataFrame, float]:
+    """Reliability table and expected calibration error.
+
+    Consensus takes the values j/N, so by default each distinct value is its own bin; with
+    ``n_bins`` equal-width bins on [0, 1] are used instead. ECE = sum_b (n_b / n) |acc_b - conf_b|.
+    """
+    conf = np.asarray(confidence, dtype=float)
+    corr = _bool_array("correct", correct).astype(float)
+    if conf.shape != corr.shape or conf.size == 0:
+        raise ValueError("confidence and correctness must be non-empty and of equal length")
+    if n_bins is None:
+        keys = np.round(conf, 9)
+    else:
+        keys = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    frame = pd.DataFrame({"bin": keys, "confidence": conf, "correct": corr})
+    table = frame.groupby("bin").agg(n=("correct", "size"), confidence=("confidence", "mean"),
+                                     accuracy=("correct", "mean")).reset_index(drop=True)
+    ece = float((table["n"] / conf.size * (table["accuracy"] - table["confidence"]).abs()).sum())
+    return table, ece
+
+
+def selective_prediction(confidence: Sequence[float], correct: Sequence) -> tuple[pd.DataFrame, float]:
+    """Accuracy-coverage curve (most confident first) and AUROC of confidence for correctness."""
+    from sklearn.metrics import roc_auc_score
+
+    conf = np.asarray(confidence, dtype=float)
+    corr = _bool_array("correct", correct)
+    rows = []
+    for c in np.unique(conf)[::-1]:  # abstain below each distinct threshold
+        keep = conf >= c
+        rows.append({"threshold": float(c), "coverage": float(keep.mean()), "accuracy": float(corr[keep].mean())})
+    # AUROC is undefined when every answer is right (or every one wrong).
+    auroc = float(roc_auc_score(corr, conf)) if 0 < corr.sum() < corr.size else math.nan
+    return pd.DataFrame(rows), auroc
+
+
+# ----------------------------------------------------------------------- sweeps
+
+
+def gating_sweep(records: Sequence[Mapping], gold_correct_vote: Sequence, thresholds: Iterable[float] = GATE_THRESHOLDS
+                 ) -> pd.DataFrame:
+    """Accuracy when pre-refinement consensus >= theta exits with the vote, else always-aggregate."""
+    consensus = np.array([r["record"]["clusters_pre"]["consensus"] for r in records])
+    vote = _bool_array("vote", gold_correct_vote)
+    synth = method_correct(records, "scmoa")
+    rows = []
+    for theta in thresholds:
+        exit_ = consensus >= theta
+        acc = np.where(exit_, vote, synth).mean()
+        rows.append({"theta": theta, "accuracy": float(acc), "exit_rate": float(exit_.mean())})
+    return pd.DataFrame(rows)
+
+
+def k_sweep(records: Sequence[Mapping], alpha: float = 0.05) -> pd.DataFrame:
+    """Accuracy at each inner sampling budget k, with Clopper-Pearson intervals."""
+    ks = sorted({int(k) for r in records for k in r.get("k_sweep", {})})
+    rows = []
+    for k in ks:
+        vals = [bool(r["k_sweep"][str(k)]["correct"]) for r in records if str(k) in r.get("k_sweep", {})]
+        lo, hi = stats.clopper_pearson(sum(vals), len(vals), alpha)
+        rows.append({"k": k, "n": len(vals), "accuracy": sum(vals) / len(vals), "ci_lo": lo, "ci_hi": hi})
+    return pd.DataFrame(rows, columns=["k", "n", "accuracy", "ci_lo", "ci_hi"])

@@ -1,0 +1,171 @@
+"""Tables (CSV, Markdown, LaTeX) and figures (PNG, PDF) of one SC-MoA benchmark run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from concord import io
+from concord.scmoa import analysis
+
+LABELS = {"scmoa": "SC-MoA", "vote_pre": "Majority vote (pre-refinement)", "vote_post": "Majority vote (post-refinement)",
+          "cot": "Zero-shot CoT", "sc": "Self-consistency", "moa": "MoA (paraphrases)", "self_moa": "Self-MoA"}
+
+
+def label(method: str) -> str:
+    if method.startswith("gated_"):
+        theta = method.split("_", 1)[1]
+        return f"SC-MoA gated (theta={'inf' if theta == 'inf' else theta})"
+    return LABELS.get(method, method)
+
+
+def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: int = 3) -> list[Path]:
+    """``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` (rounded)."""
+    stem = Path(stem)
+    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".tex")]
+    io.write_text(paths[0], frame.to_csv(index=False))
+    shown = frame.copy()
+    for col in shown.columns:
+        if pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else ("inf" if np.isinf(v) else f"{v:.{decimals}f}"))
+    shown = shown.astype(str)
+    io.write_text(paths[1], f"**{caption}**\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n")
+    escaped = shown.map(_latex_escape)
+    escaped.columns = [_latex_escape(str(c)) for c in escaped.columns]
+    body = escaped.to_latex(index=False, escape=False)
+    io.write_text(paths[2], "\\begin{table}[t]\n\\centering\n\\caption{" + _latex_escape(caption) + "}\n"
+                  + body + "\\end{table}\n")
+    return paths
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def _figure(ncols: int = 1, width: float = 4.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.4))
+    return fig, np.atleast_1d(axes)
+
+
+def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int = 10_000, seed: int = 0,
+          title: str = "") -> dict[str, Any]:
+    """Every table and figure of a run into ``out_dir``; returns the summary numbers."""
+    import matplotlib.pyplot as plt
+
+    if not records:
+        raise ValueError("no question records to analyse")
+    out = Path(out_dir)
+    methods = list(records[0]["methods"])
+    baselines = [m for m in methods if m != "scmoa"]
+    n = int(records[0]["record"]["n"])
+    summary: dict[str, Any] = {"n_questions": len(records), "title": title}
+
+    acc = analysis.accuracy_table(records, methods)
+    acc.insert(1, "label", [label(m) for m in acc["method"]])
+    write_table(acc, out / "accuracy", f"{title} accuracy with Clopper-Pearson 95% intervals")
+    summary["accuracy"] = acc.set_index("method")["accuracy"].to_dict()
+
+    sig = analysis.significance_table(records, "scmoa", baselines, n_resamples=n_resamples, seed=seed)
+    write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar and paired bootstrap")
+
+    vote = analysis.method_correct(records, "vote_post")
+    synth = analysis.method_correct(records, "scmoa")
+    decomp = analysis.flip_decomposition(vote, synth)
+    write_table(pd.DataFrame([decomp]), out / "flips", f"{title} synthesis vs vote: flips and Proposition 1 terms")
+    summary["flips"] = decomp
+    summary["override_rate"] = float(np.mean([r["record"]["override"] for r in records]))
+
+    pre = [r["record"]["clusters_pre"]["k_max"] for r in records]
+    post = [r["record"]["clusters_post"]["k_max"] for r in records]
+    trans = analysis.transition_matrix(pre, post, n)
+    write_table(trans.reset_index().rename(columns=lambda c: f"post={c}" if c != "pre" else "pre k_max"),
+                out / "transition", f"{title} consensus transition (pre-refinement k_max rows, post columns)")
+    summary["transition_below_diagonal"] = int(sum(trans.loc[a, b] for a in trans.index for b in trans.columns if b < a))
+
+    diversity = [analysis.trace_diversity([s["samples"][0]["text"] for s in r["record"]["proposals_pre"]])
+                 for r in records]
+    outcomes = [analysis.flip_outcome(v, s) for v, s in zip(vote, synth)]
+    div_table, div_test = analysis.diversity_by_outcome(diversity, outcomes)
+    write_table(div_table, out / "diversity", f"{title} trace diversity D_t by outcome (TF-IDF, 5000 features)")
+    summary["diversity_test"] = div_test
+
+    rows = [{"condition": "perturbation-diverse proposals",
+             **analysis.error_correlation(~np.array([r["agents_correct"] for r in records], dtype=bool), seed=seed)}]
+    sc = [r.get("sc_correct") or [] for r in records]
+    if all(len(s) >= n for s in sc):
+        rows.append({"condition": "i.i.d. samples (self-consistency)",
+                     **analysis.error_correlation(~np.array([s[:n] for s in sc], dtype=bool), seed=seed)})
+    write_table(pd.DataFrame(rows), out / "error_correlation", f"{title} mean pairwise error correlation")
+
+    conf = [r["record"]["clusters_pre"]["consensus"] for r in records]
+    rel, ece = analysis.reliability(conf, synth)
+    sel, auroc = analysis.selective_prediction(conf, synth)
+    write_table(rel, out / "reliability", f"{title} reliability of pre-refinement consensus (ECE={ece:.3f})")
+    write_table(sel, out / "selective", f"{title} selective prediction by consensus (AUROC={auroc:.3f})")
+    summary.update(ece=ece, auroc=auroc)
+
+    gate = analysis.gating_sweep(records, analysis.method_correct(records, "vote_pre"))
+    write_table(gate, out / "gating_sweep", f"{title} consensus-gating threshold sweep (theta=inf: always aggregate)")
+    ks = analysis.k_sweep(records)
+    write_table(ks, out / "k_sweep", f"{title} inner sampling budget sweep")
+
+    # Figures: calibration (reliability + selective prediction), transition, diversity, sweeps.
+    fig, ax = _figure(2)
+    ax[0].plot([0, 1], [0, 1], ls="--", c="grey", lw=1)
+    ax[0].plot(rel["confidence"], rel["accuracy"], marker="o")
+    ax[0].set(xlabel="consensus C", ylabel="accuracy", title=f"Reliability (ECE={ece:.3f})", xlim=(0, 1.02), ylim=(0, 1.02))
+    ax[1].plot(sel["coverage"], sel["accuracy"], marker="o")
+    ax[1].set(xlabel="coverage", ylabel="accuracy", title=f"Selective prediction (AUROC={auroc:.2f})", ylim=(0, 1.02))
+    io.save_figure(fig, out / "calibration")
+    plt.close(fig)
+
+    fig, ax = _figure(1)
+    im = ax[0].imshow(trans.to_numpy(), cmap="Blues", origin="lower")
+    ax[0].set(xticks=range(n), xticklabels=trans.columns, yticks=range(n), yticklabels=trans.index,
+              xlabel="post-refinement k_max", ylabel="pre-refinement k_max", title="Consensus transition")
+    for (a, b), v in np.ndenumerate(trans.to_numpy()):
+        ax[0].text(b, a, str(v), ha="center", va="center", fontsize=8)
+    fig.colorbar(im, ax=ax[0])
+    io.save_figure(fig, out / "transition")
+    plt.close(fig)
+
+    fig, ax = _figure(2)
+    groups = ["beneficial", "harmful", "no flip"]
+    data = [[d for d, o in zip(diversity, outcomes) if o == g and not math.isnan(d)] for g in groups]
+    for i, vals in enumerate(data):
+        ax[0].scatter([i] * len(vals), vals, alpha=0.6)
+        if vals:
+            ax[0].hlines(np.mean(vals), i - 0.25, i + 0.25, colors="k")
+    ax[0].set(xticks=range(3), xticklabels=groups, ylabel="D_t", title="Trace diversity by outcome")
+    ax[1].bar(["recovery\nP_w R_s", "corruption\nP_c (1-F_s)"], [decomp["recovery"], decomp["corruption"]],
+              color=["tab:green", "tab:red"])
+    ax[1].set(ylabel="fraction of problems", title="Synthesis decomposition")
+    io.save_figure(fig, out / "diversity")
+    plt.close(fig)
+
+    fig, ax = _figure(2)
+    finite = gate[np.isfinite(gate["theta"])]
+    ax[0].plot(finite["theta"], finite["accuracy"], marker="o", label="gated")
+    ax[0].axhline(float(gate.loc[~np.isfinite(gate["theta"]), "accuracy"].iloc[0]), ls="--", c="k", label="always aggregate")
+    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy", title="Gating sweep")
+    ax[0].legend(fontsize=8)
+    if not ks.empty:
+        ax[1].errorbar(ks["k"], ks["accuracy"], yerr=[ks["accuracy"] - ks["ci_lo"], ks["ci_hi"] - ks["accuracy"]],
+                       marker="o", capsize=3)
+    ax[1].set(xlabel="k (samples per perturbation)", ylabel="accuracy", title="k sweep")
+    io.save_figure(fig, out / "sweeps")
+    plt.close(fig)
+    return summary

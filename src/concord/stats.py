@@ -1,0 +1,175 @@
+"""Statistics the paper reports: exact intervals, paired tests, bootstrap.
+
+Every function is a thin, validated wrapper around scipy/statsmodels so that the numbers
+in the tables and figures come from reference implementations, not hand-rolled formulas.
+All p-values are two-sided.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _sps
+
+__all__ = [
+    "clopper_pearson",
+    "sign_test",
+    "wilcoxon",
+    "mcnemar",
+    "paired_bootstrap",
+    "bootstrap_se",
+]
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not float(value).is_integer() or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer count, got {value!r}")
+    return int(value)
+
+
+def _alpha(alpha: float) -> float:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    return float(alpha)
+
+
+def _vector(name: str, values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    x, y = _vector("a", a), _vector("b", b)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: len(a)={x.size}, len(b)={y.size}")
+    if x.size == 0:
+        raise ValueError("paired samples are empty")
+    return x, y
+
+
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) ``1 - alpha`` interval for a binomial proportion ``k / n``."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    k, n, alpha = _count("k", k), _count("n", n), _alpha(alpha)
+    if n == 0:
+        raise ValueError("clopper_pearson needs n >= 1 trials")
+    if k > n:
+        raise ValueError(f"successes k={k} exceed trials n={n}")
+    lo, hi = proportion_confint(k, n, alpha=alpha, method="beta")
+    # statsmodels returns NaN at the closed ends (k=0 / k=n); the exact bound there is 0 / 1.
+    lo = 0.0 if k == 0 else float(lo)
+    hi = 1.0 if k == n else float(hi)
+    return lo, hi
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test of ``wins`` vs ``losses`` (ties already dropped).
+
+    With no untied pairs there is no evidence either way, so the p-value is 1.
+    """
+    wins, losses = _count("wins", wins), _count("losses", losses)
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return float(_sps.binomtest(wins, n, p=0.5, alternative="two-sided").pvalue)
+
+
+def wilcoxon(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank test of paired samples ``a`` and ``b``.
+
+    scipy's defaults: zero differences are dropped ("wilcox"), the exact null distribution is
+    used for small samples without ties, the normal approximation otherwise. When every
+    difference is zero the samples are identical and the p-value is 1.
+    """
+    x, y = _paired(a, b)
+    if np.all(x == y):
+        return 1.0
+    return float(_sps.wilcoxon(x, y, alternative="two-sided").pvalue)
+
+
+def mcnemar(b: int, c: int, exact: bool = False) -> float:
+    """McNemar's test from the two discordant counts ``b`` and ``c``.
+
+    Default: chi-square statistic ``(b - c)^2 / (b + c)`` *without* continuity correction,
+    as the SC-MoA paper reports. ``exact=True``: two-sided binomial test of ``b`` in ``b + c``.
+    Without discordant pairs the two arms agree everywhere and the p-value is 1.
+    """
+    from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
+
+    b, c = _count("b", b), _count("c", c)
+    if b + c == 0:
+        return 1.0
+    table = [[0, b], [c, 0]]  # concordant cells do not enter McNemar's statistic
+    return float(_sm_mcnemar(table, exact=bool(exact), correction=False).pvalue)
+
+
+def _rng(seed: int) -> np.random.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    return np.random.default_rng(int(seed))
+
+
+def _resamples(n_resamples: int) -> int:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    return int(n_resamples)
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence_level: float = 0.95,
+) -> tuple[float, float, float]:
+    """Mean paired difference ``mean(a - b)`` with a percentile bootstrap interval.
+
+    Pairs are resampled together (``paired=True``), so per-question correlation between the
+    two arms is preserved. Returns ``(delta, lo, hi)``; a fixed ``seed`` gives identical output.
+    """
+    x, y = _paired(a, b)
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must lie strictly between 0 and 1, got {confidence_level!r}")
+    delta = float(np.mean(x - y))
+    if x.size == 1:
+        # A single pair cannot be resampled into anything but itself.
+        return delta, delta, delta
+    res = _sps.bootstrap(
+        (x, y),
+        _mean_difference,
+        paired=True,
+        vectorized=True,
+        n_resamples=_resamples(n_resamples),
+        confidence_level=confidence_level,
+        method="percentile",
+        rng=_rng(seed),
+    )
+    return delta, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def bootstrap_se(values: Sequence[float], n_resamples: int = 10_000, seed: int = 0) -> float:
+    """Bootstrap standard error of the mean of ``values`` (fixed ``seed`` => fixed result)."""
+    x = _vector("values", values)
+    if x.size < 2:
+        raise ValueError(f"bootstrap_se needs at least 2 values, got {x.size}")
+    res = _sps.bootstrap(
+        (x,),
+        np.mean,
+        vectorized=True,
+        n_resamples=_resamples(n_resamples),
+        method="percentile",
+        rng=_rng(seed),
+    )
+    se = float(res.standard_error)
+    return 0.0 if math.isclose(se, 0.0, abs_tol=1e-15) else se
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)

@@ -1,0 +1,234 @@
+"""Figures 4, 5a, 5b: the recovery.json schema, the numbers plotted, the files written."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from concord import io, plots, stats, tables
+
+CONFIG = {
+    "models": {"m1": {"family": "Math"}, "m2": {"family": "Math"}, "m3": {"family": "Instruct"}},
+    "benchmarks": {"amc": {}, "math_l4": {}, "math_l5": {}},
+    "arms": ["majority", "ec", "cisc", "core"],
+    "seeds": [0, 1],
+    "report": {"tables": {"table1": ["m1", "m2"], "table3": ["m3"]}, "labels": {"math_l4": "MATH-L4"}},
+}
+
+GOOD = {
+    "outnumbering_ratio": 3.0,
+    "coherence_advantage": 1.2,
+    "confidence_gap_nats": 0.3,
+    "tau": 0.25,
+    "recovered": 7,
+    "n_questions": 10,
+    "provenance": {"step": "analysis"},
+}
+
+
+# ------------------------------------------------------------------ recovery.json schema
+
+
+def test_recovery_cell_reads_the_documented_schema():
+    cell = plots.RecoveryCell.from_dict(GOOD, "m1", "amc")
+    assert cell.recovered_fraction == 0.7
+    assert cell.confidence_factor == pytest.approx(math.exp(-1.2))
+    assert cell.vote_bar == 3.0
+    assert cell.confidence_bar == pytest.approx(3.0 * math.exp(-1.2))
+    assert plots.RecoveryCell.from_dict({**GOOD, "recovered": True}, "m1", "amc").recovered_fraction == 1.0
+
+
+def test_paper_numbers_for_the_bars():
+    # Section 3.3: the 8-vs-24 bar (m-1)/(n*-1) is ~3.3 c_w; section 6: confidence lowers it to ~0.29 r.
+    assert (24 - 1) / (8 - 1) == pytest.approx(3.29, abs=0.01)
+    cell = plots.RecoveryCell.from_dict({**GOOD, "outnumbering_ratio": 3.0, "confidence_gap_nats": 0.31}, "m", "b")
+    assert cell.confidence_factor == pytest.approx(0.29, abs=0.005)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"tau": None}, "'tau' must be a finite number"),
+        ({"tau": 0.0}, "'tau' must be > 0"),
+        ({"outnumbering_ratio": -1.0}, "'outnumbering_ratio' must be > 0"),
+        ({"coherence_advantage": float("nan")}, "finite"),
+        ({"outnumbering_ratio": None}, "null although n_questions = 10"),
+        ({"recovered": 11}, r"outside \[0, n_questions=10\]"),
+        ({"recovered": 0.5}, "bool or an integer"),
+        ({"n_questions": -1}, "integer >= 0"),
+        ({"n_questions": True}, "integer >= 0"),
+    ],
+)
+def test_recovery_cell_rejects_bad_values(change, message):
+    with pytest.raises(ValueError, match=message):
+        plots.RecoveryCell.from_dict({**GOOD, **change}, "m1", "amc", source="x/recovery.json")
+
+
+def test_recovery_cell_missing_keys_and_empty_cells(tmp_path):
+    with pytest.raises(ValueError, match=r"missing required key\(s\) \['tau'\]"):
+        plots.RecoveryCell.from_dict({k: v for k, v in GOOD.items() if k != "tau"}, "m", "b")
+    empty = {**GOOD, "n_questions": 0, "recovered": 0, "outnumbering_ratio": None,
+             "coherence_advantage": None, "confidence_gap_nats": None}
+    cell = plots.RecoveryCell.from_dict(empty, "m", "b")
+    assert not cell.measured and math.isnan(cell.recovered_fraction)
+    path = plots.recovery_path(tmp_path / "results", "m2", "math_l5")
+    io.write_json(path, GOOD)
+    loaded = plots.load_recovery(path)
+    assert (loaded.model, loaded.benchmark) == ("m2", "math_l5")
+    with pytest.raises(FileNotFoundError, match="recovery statistics missing"):
+        plots.load_recovery(plots.recovery_path(tmp_path / "results", "m9", "amc"))
+
+
+# ------------------------------------------------------------------ Figure 4
+
+
+def _cells():
+    rows = [(1.5, 2.0, 0.3, 9, 10), (3.0, 1.2, 0.3, 6, 10), (4.0, 0.5, 0.1, 0, 30), (2.0, None, None, 0, 0)]
+    out = []
+    for i, (r, adv, gap, rec, n) in enumerate(rows):
+        out.append(plots.RecoveryCell(model=f"m{i}", benchmark="amc", outnumbering_ratio=r if n else None,
+                                      coherence_advantage=adv, confidence_gap_nats=gap, tau=0.25,
+                                      recovered=rec, n_questions=n))
+    return out
+
+
+def test_pooled_confidence_factor_is_question_weighted_geometric_mean():
+    expected = math.exp((10 * -1.2 + 10 * -1.2 + 30 * -0.4) / 50)
+    assert plots.pooled_confidence_factor(_cells()) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="nothing to show"):
+        plots.pooled_confidence_factor(_cells()[3:])
+
+
+def test_figure4_draws_both_bars_and_every_measured_cell():
+    cells = _cells()
+    fig = plots.figure4(cells)
+    ax = fig.axes[0]
+    vote, conf = ax.lines[0], ax.lines[1]
+    x = np.asarray(vote.get_xdata())
+    assert np.allclose(vote.get_ydata(), x)
+    assert np.allclose(conf.get_ydata(), plots.pooled_confidence_factor(cells) * x)
+    points = ax.collections[0]
+    assert np.allclose(points.get_offsets(), [[1.5, 2.0], [3.0, 1.2], [4.0, 0.5]])
+    assert np.allclose(points.get_array(), [0.9, 0.6, 0.0])
+    assert "1 without contested questions" in ax.get_title()
+    frame = plots.recovery_frame(cells)
+    assert list(frame["above_confidence_bar"]) == [True, True, False, False]
+
+
+# ------------------------------------------------------------------ Figure 5a
+
+
+def _summary(core_minus_cisc: list[float]) -> tuple[pd.DataFrame, list[str], list[str]]:
+    models = [f"m{i}" for i in range(len(core_minus_cisc) // 2)]
+    benches = ["math_l4", "math_l5"]
+    rows = []
+    for (m, b), d in zip([(m, b) for m in models for b in benches], core_minus_cisc):
+        base = 20.0
+        for arm, v in {"base": base, "majority": 40.0, "ec": 41.0, "cisc": 42.0, "core": 42.0 + d}.items():
+            rows.append({"model": m, "benchmark": b, "arm": arm, "mean": v, "std": 0.0, "n_seeds": 3})
+    return pd.DataFrame(rows).set_index(["model", "benchmark", "arm"]), models, benches
+
+
+def test_core_vs_cisc_reproduces_the_papers_13_of_14():
+    diffs = [float(i) for i in range(1, 15)]
+    diffs[2] = -3.0  # one loss, the third-smallest magnitude
+    summary, models, benches = _summary(diffs)
+    cells, result = plots.core_vs_cisc(summary, models, benches)
+    assert (result["wins"], result["losses"], result["ties"], result["n_cells"]) == (13, 1, 0, 14)
+    assert result["sign_test_p"] == pytest.approx(stats.sign_test(13, 1))
+    assert round(result["sign_test_p"], 3) == 0.002 and round(result["wilcoxon_p"], 3) == 0.001
+    assert list(cells["delta"]) == pytest.approx(diffs)
+    fig = plots.figure5a(cells, result)
+    assert "13/14" in fig.axes[0].get_title()
+    assert len(fig.axes[0].patches) == 14
+
+
+def test_core_vs_cisc_errors():
+    summary, models, _ = _summary([1.0, 2.0])
+    with pytest.raises(ValueError, match="none of the configured"):
+        plots.core_vs_cisc(summary, models, [])
+    with pytest.raises(ValueError, match="m0/amc"):
+        plots.core_vs_cisc(summary, models, ["amc"])
+
+
+# ------------------------------------------------------------------ Figure 5b
+
+
+def test_factorial_means_and_interaction():
+    summary, models, benches = _summary([1.0, 3.0, 5.0, 7.0])
+    frame, effects = plots.factorial(summary, models, benches, n_resamples=500, seed=0)
+    got = frame.set_index("arm")["mean_delta"]
+    assert got["majority"] == pytest.approx(20.0) and got["ec"] == pytest.approx(21.0)
+    assert got["cisc"] == pytest.approx(22.0) and got["core"] == pytest.approx(22.0 + 4.0)
+    assert effects["interaction"] == pytest.approx((26.0 - 22.0) - (21.0 - 20.0))
+    assert effects["confidence_given_graph"] == pytest.approx(5.0)
+    se = frame.set_index("arm")["se"]
+    assert se["majority"] == 0.0 and se["core"] > 0
+    assert se["core"] == plots.factorial(summary, models, benches, n_resamples=500, seed=0)[0]["se"].iloc[3]
+    fig = plots.figure5b(frame, effects)
+    assert "+3.0" in fig.axes[0].get_title()
+    assert [t.get_text().split("\n")[0] for t in fig.axes[0].texts] == ["Majority", "CISC", "EC", "CoRE"]
+
+
+# ------------------------------------------------------------------ config-driven files
+
+
+def _write_results(root: Path) -> None:
+    rng = np.random.default_rng(3)
+    for m in CONFIG["models"]:
+        for b in CONFIG["benchmarks"]:
+            io.write_json(plots.recovery_path(root, m, b), {**GOOD, "outnumbering_ratio": float(1 + 3 * rng.random())})
+            for arm in tables.ARMS:
+                for s in CONFIG["seeds"]:
+                    io.write_json(tables.eval_path(root, m, b, arm, s), {"pass_at_1": float(rng.random())})
+
+
+def test_figure_inputs_are_exactly_what_each_figure_reads(tmp_path):
+    r = tmp_path / "results"
+    f5a = plots.figure_inputs(CONFIG, "figure5a", r)
+    assert len(f5a) == 3 * 2 * 2 * 2
+    assert {tables.parse_eval_path(p)["arm"] for p in f5a} == {"cisc", "core"}
+    assert {tables.parse_eval_path(p)["benchmark"] for p in f5a} == {"math_l4", "math_l5"}
+    assert len(plots.figure_inputs(CONFIG, "figure5b", r)) == 3 * 3 * 5 * 2
+    assert len(plots.figure_inputs(CONFIG, "figure4", r)) == 3 * 3
+    few_arms = {**CONFIG, "arms": ["majority", "core"]}
+    assert plots.available_figures(few_arms) == ["figure4"]
+    with pytest.raises(ValueError, match="add both to config arms"):
+        plots.figure_inputs(few_arms, "figure5a", r)
+    with pytest.raises(ValueError, match=r"lack \['cisc', 'ec'\]"):
+        plots.figure_inputs(few_arms, "figure5b", r)
+    no_l45 = {**CONFIG, "benchmarks": {"amc": {}}}
+    assert "figure5a" not in plots.available_figures(no_l45)
+
+
+@pytest.mark.parametrize("name", plots.FIGURES)
+def test_make_figure_writes_reproducible_png_pdf_csv(tmp_path, name):
+    root = tmp_path / "results"
+    _write_results(root)
+    first = plots.make_figure(CONFIG, name, root, tmp_path / "a" / name)
+    second = plots.make_figure(CONFIG, name, root, tmp_path / "b" / name)
+    suffixes = sorted(p.suffix for p in first)
+    assert suffixes == sorted([".png", ".pdf", ".csv"] + ([".json"] if name == "figure5a" else []))
+    for a, b in zip(first, second):
+        if a.suffix != ".json":  # the JSON carries provenance, identical too but checked below
+            assert a.read_bytes() == b.read_bytes(), a.name
+    png = next(p for p in first if p.suffix == ".png").read_bytes()
+    pdf = next(p for p in first if p.suffix == ".pdf").read_bytes()
+    assert png.startswith(b"\x89PNG") and pdf.startswith(b"%PDF")
+    csv = pd.read_csv(next(p for p in first if p.suffix == ".csv"))
+    assert len(csv) == {"figure4": 9, "figure5a": 6, "figure5b": 4}[name]
+    if name == "figure5a":
+        saved = io.read_json(next(p for p in first if p.suffix == ".json"))
+        assert saved["n_cells"] == 6 and saved["provenance"]["step"] == "figure5a"
+        assert len(saved["provenance"]["inputs"]) == 24
+
+
+def test_report_targets_list_tables_and_supported_figures():
+    targets = plots.report_targets(CONFIG, "res")
+    assert "res/tables/table1.tex" in targets and "res/tables/table3.csv" in targets
+    assert "res/figures/figure5a.json" in targets and "res/figures/figure5b.pdf" in targets
+    assert not any("table2" in t for t in targets)
