@@ -18,7 +18,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default, unless config files are named on the command line: then those alone
+# define the run (`--configfile config/paper.yaml` must not inherit the default's models).
+if not workflow.overwrite_configfiles:
+
+    configfile: os.path.join(workflow.basedir, "config/config.yaml")
 
 
 validate(config, "config/schema.yaml")
@@ -28,6 +32,10 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/rollouts.smk"
 include: "rules/analysis.smk"
+include: "rules/train.smk"
+include: "rules/scmoa.smk"
+include: "rules/report.smk"
+include: "rules/audit.smk"
 
 
 rule all:

@@ -4,7 +4,7 @@ Each rule's input is exactly the evaluation or analysis files its command reads 
 concord.tables / concord.plots functions compute both), so a target rebuilds only what it needs.
 Outputs are marked for the HTML report (`snakemake --report results/report.html`), captions in
 report/*.rst. The config sections tables and figures read travel as a JSON param, so editing one of
-them reruns the affected targets. `report_targets()` lists every table and figure for `rule all`.
+them reruns the affected targets. Every table and figure joins ALL_TARGETS (rules/common.smk).
 """
 
 import json as _report_json
@@ -13,12 +13,16 @@ import os.path as _report_path
 from concord import plots as _plots
 from concord import tables as _tables
 
+report: "../report/workflow.rst"
+
+
 _REPORT_RESULTS = config.get("results_dir", "results")
 _REPORT_CONFIG_JSON = _report_json.dumps(
     {k: config[k] for k in ("models", "benchmarks", "arms", "seeds", "report") if k in config},
     sort_keys=True,
 )
 report_targets = lambda: _plots.report_targets(config, _REPORT_RESULTS)
+ALL_TARGETS.extend(report_targets())
 
 
 for _table in _tables.report_section(config)["tables"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from concord import audit, io
+from concord import audit, io, provenance
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = {"models": {"m": 1}, "rollouts": {"n": 8}, "consensus": {"tau": 0.25}, "report": {"decimals": 1}}
@@ -22,6 +22,7 @@ def tree(tmp_path, monkeypatch):
     """A small results tree: data -> rollouts -> eval -> table, plus a model directory."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CONCORD_CODE_VERSION", "test-version")
+    provenance.code_version.cache_clear()  # an earlier test may have cached the git version
     r = Path("results")
     io.write_text(r / "data/bench.jsonl", '{"id": 1}\n')
     io.write_text(Path("config.yaml"), "n: 8\n")  # an input outside the results tree
@@ -40,7 +41,8 @@ def tree(tmp_path, monkeypatch):
     audit.register([r / "tables/table1.csv", r / "tables/table1.md"], rule="table1",
                    inputs=[r / "eval/m/bench/core/seed0.json"], config={"report": CONFIG["report"]})
     audit.write_manifest(r, config=CONFIG)
-    return r
+    yield r
+    provenance.code_version.cache_clear()
 
 
 def test_clean_tree_verifies(tree):
@@ -177,3 +179,113 @@ def test_cli_register_record_verify_and_tamper(tmp_path):
 
     proc = _cli("audit", "verify", "nowhere", cwd=tmp_path)
     assert proc.returncode == 2 and "no manifest" in proc.stderr
+
+
+# ------------------------------------------------------------------ a real Snakemake run
+
+WORKFLOW = '''
+from snakemake.utils import validate
+from concord.audit import register_command
+
+configfile: "config.yaml"
+validate(config, "{repo}/config/schema.yaml")
+ALL_TARGETS = []
+include: "{repo}/rules/report.smk"
+include: "{repo}/rules/audit.smk"
+
+rule all:
+    input: ALL_TARGETS
+    default_target: True
+
+rule fake_results:
+    input: "seed.txt"
+    output: {outputs}
+    log: "results/logs/fake_results.log"
+    shell: "python make_fake.py {{output}} 2> {{log}} && " + register_command("fake_results", "{repo}/envs/analysis.yaml")
+'''
+
+MAKE_FAKE = '''
+import hashlib, json, sys
+for path in sys.argv[1:]:
+    x = int(hashlib.sha256(path.encode()).hexdigest()[:8], 16) / 16**8
+    if path.endswith("recovery.json"):
+        payload = {"outnumbering_ratio": 1 + 3 * x, "coherence_advantage": 0.5 + 2 * x,
+                   "confidence_gap_nats": 0.3, "tau": 0.25, "recovered": int(10 * x), "n_questions": 10}
+    else:
+        payload = {"pass_at_1": x, "k": 16, "per_question": []}
+    with open(path, "w") as fh:
+        json.dump(payload, fh)
+'''
+
+WF_CONFIG = {
+    "models": {"m1": {"source": "tiny-random", "family": "Math"}, "m2": {"source": "tiny-random", "family": "Instruct"}},
+    "benchmarks": {"amc": {"source": "synthetic"}, "math_l4": {"source": "synthetic"}},
+    "arms": ["majority", "ec", "cisc", "core"],
+    "seeds": [0],
+    "engine": {}, "rollouts": {}, "consensus": {},
+    "report": {"tables": {"table1": ["m1"], "table3": ["m2"]}, "labels": {"math_l4": "MATH-L4"}},
+}
+
+
+def _snakemake(*args, cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _jobs(dry_run_output: str) -> set[str]:
+    return {line.split()[1].rstrip(":") for line in dry_run_output.splitlines() if line.startswith("rule ")}
+
+
+@pytest.mark.slow
+def test_workflow_targets_manifest_report_and_tamper(tmp_path):
+    import yaml
+
+    from concord import plots, tables
+
+    outputs = [str(p) for m in WF_CONFIG["models"] for b in WF_CONFIG["benchmarks"]
+               for p in [plots.recovery_path("results", m, b)]
+               + tables.eval_paths("results", [m], [b], tables.ARMS, WF_CONFIG["seeds"])]
+    (tmp_path / "Snakefile").write_text(WORKFLOW.format(repo=REPO, outputs=", ".join(repr(o) for o in outputs)))
+    (tmp_path / "make_fake.py").write_text(MAKE_FAKE)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(WF_CONFIG))
+    (tmp_path / "seed.txt").write_text("1\n")
+
+    # A named target plans only itself and what it reads.
+    proc = _snakemake("-n", "table1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert _jobs(proc.stdout) == {"fake_results", "table1"}
+
+    proc = _snakemake("-c2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    results = tmp_path / "results"
+    for name in ("table1.csv", "table1.md", "table1.tex", "table3.tex"):
+        assert (results / "tables" / name).is_file()
+    for name in ("figure4", "figure5a", "figure5b"):
+        assert (results / "figures" / f"{name}.png").is_file() and (results / "figures" / f"{name}.pdf").is_file()
+
+    # Every artifact is in the manifest the onsuccess handler wrote, with its producing rule.
+    manifest = io.read_json(results / "manifest.json")
+    rules = {path: entry["rule"] for path, entry in manifest["artifacts"].items()}
+    assert rules["tables/table1.csv"] == "table1" and rules["figures/figure5b.pdf"] == "figure5b"
+    assert rules["eval/m1/amc/core/seed0.json"] == "fake_results"
+    assert manifest["artifacts"]["eval/m1/amc/core/seed0.json"]["inputs"][0]["path"] == "seed.txt"
+    assert manifest["config"]["report"]["tables"] == WF_CONFIG["report"]["tables"]
+    proc = _cli("audit", "verify", "results", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+
+    proc = _snakemake("--report", "results/report.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    html = (results / "report.html").read_text(encoding="utf-8", errors="replace")
+    for text in ("Figure 4, the recovery region", "confidence factorial", "Table 3: final pass", '"Figures"', '"Tables"'):
+        assert text in html, text
+
+    # Tamper with one evaluation: the manifest check names it and everything built from it.
+    (results / "eval/m1/math_l4/core/seed0.json").write_text('{"pass_at_1": 1.0}')
+    proc = _cli("audit", "verify", "results", "--json", cwd=tmp_path)
+    assert proc.returncode == 1
+    found = json.loads(proc.stdout)
+    assert found["modified"] == ["eval/m1/math_l4/core/seed0.json"]
+    assert {"tables/table1.csv", "figures/figure5a.png", "figures/figure5b.png"} <= set(found["stale"])
+    assert not any(p.startswith("tables/table3") for p in found["stale"])  # table3 never read it

@@ -29,7 +29,8 @@ class _Server:
     ``status`` forces a fixed error status.
     """
 
-    def __init__(self, fail_first: int = 0, delay_s: float = 0.0, status: int | None = None):
+    def __init__(self, fail_first: int = 0, delay_s: float = 0.0, status: int | None = None, brain=None):
+        self.brain = brain  # optional: request body -> reply text
         self.fail_first = fail_first
         self.delay_s = delay_s
         self.status = status
@@ -60,7 +61,7 @@ class _Server:
                     if n <= server.fail_first:
                         return self._send(503, {"error": "warming up"}, {"Retry-After": "0"})
                     user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
-                    text = f"{body['model']}|t={body['temperature']}|{user[::-1]}"
+                    text = server.brain(body) if server.brain else f"{body['model']}|t={body['temperature']}|{user[::-1]}"
                     self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]})
                 finally:
                     with server.lock:
@@ -193,3 +194,25 @@ def test_complete_batch_falls_back_to_sequential_calls():
     chat = FunctionChat(lambda m, s: m[-1]["content"].upper())
     assert complete_batch(chat, [_user("a"), _user("b")]) == ["A", "B"]
     assert len(chat.calls) == 2
+
+
+def test_scmoa_runs_over_http_with_concurrency_and_cache(tmp_path):
+    """Algorithm 1 end to end through the HTTP client: every call is one request, a rerun none."""
+    from concord.scmoa import run_scmoa
+
+    def brain(body):
+        system = body["messages"][0]["content"]
+        if system.startswith("You rephrase problems"):
+            return json.dumps([f"Version {i}: what is 6 times 7?" for i in range(3)])
+        if system.startswith("You are a senior problem-solver"):
+            return "All traces agree.\nAnswer: 42"
+        return "6 x 7 = 42.\nAnswer: 42"
+
+    with _Server(brain=brain, delay_s=0.05) as srv:
+        chat = CachedChat(OpenAIChat(srv.url, "m", concurrency=4), tmp_path)
+        result = run_scmoa("What is 6 times 7?", chat, n=3, k=2, task="qa")
+        assert result.answer == "42" and result.record["clusters_pre"]["consensus"] == 1.0
+        assert len(srv.requests) == result.record["calls"]["total"] == 1 + 6 + 0 + 1
+        assert srv.max_active >= 2  # the six proposals went out concurrently
+        again = run_scmoa("What is 6 times 7?", CachedChat(OpenAIChat(srv.url, "m"), tmp_path), n=3, k=2, task="qa")
+        assert len(srv.requests) == 8 and again.record == result.record

@@ -172,3 +172,10 @@ def test_hidden_paths_keep_the_interpreter_visible():
     assert str(sb.REPO_ROOT) in hide or any(sb._is_within(str(sb.REPO_ROOT), h) for h in hide)
     prefix = sb.python_prefix(sb.default_python())
     assert not any(h == prefix or sb._is_within(prefix, h) for h in hide) or prefix in keep
+
+
+def test_programs_drawing_random_numbers_are_reproducible():
+    prog = "import random\nprint(random.random(), hash('concord'))"
+    first = run_programs([prog], ["", ""], mode="stdin", **RUN)
+    again = run_programs([prog], ["", ""], mode="stdin", **RUN)
+    assert first == again and first[0][0].output == first[0][1].output

@@ -128,3 +128,14 @@ def test_pointwise_target_matches_brute_force_mode(matrix):
         best = max(column.count(v) for v in set(column))
         assert column.count(y) == best
         assert y == next(v for v in column if column.count(v) == best)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda k: st.lists(st.lists(outputs, min_size=k, max_size=k), min_size=2, max_size=8)),
+       st.randoms(use_true_random=False))
+def test_codes_of_the_full_set_select_like_the_subset_itself(matrix, rnd):
+    from concord.consensus.fmv import encode_outputs, fmv_select_codes
+
+    codes = encode_outputs(matrix)
+    idx = sorted(rnd.sample(range(len(matrix)), rnd.randint(1, len(matrix))))
+    assert fmv_select_codes(codes[idx]) == fmv_select([matrix[i] for i in idx])

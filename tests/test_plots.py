@@ -119,6 +119,14 @@ def test_figure4_draws_both_bars_and_every_measured_cell():
     assert list(frame["above_confidence_bar"]) == [True, True, False, False]
 
 
+def test_figure4_without_contested_questions_says_so():
+    fig = plots.figure4(_cells()[3:])
+    ax = fig.axes[0]
+    assert len(ax.lines) == 1 and not ax.collections  # only the vote bar, no points
+    assert "no cell has contested questions" in ax.texts[0].get_text()
+    assert "1 without contested questions" in ax.get_title()
+
+
 # ------------------------------------------------------------------ Figure 5a
 
 

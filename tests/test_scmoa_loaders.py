@@ -74,11 +74,12 @@ def test_livecodebench_public_and_encoded_private_tests(tmp_path):
     path = tmp_path / "test6.jsonl"
     rows = [
         {"question_id": "abc123_d", "question_title": "Sum", "question_content": "Print a+b.", "platform": "atcoder",
-         "difficulty": "hard", "starter_code": "", "metadata": "{}",
+         "difficulty": "hard", "starter_code": "", "metadata": "{}", "contest_date": "2025-02-01T00:00:00",
          "public_test_cases": json.dumps([{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]),
          "private_test_cases": _lcb_private([{"input": "5 5\n", "output": "10\n", "testtype": "stdin"}])},
         {"question_id": "lc1", "question_content": "Add two numbers.", "platform": "leetcode", "difficulty": "hard",
          "starter_code": "class Solution:\n    def add(self, a: int, b: int) -> int:\n        ",
+         "contest_date": "2024-06-01T00:00:00",
          "metadata": json.dumps({"func_name": "add"}),
          "public_test_cases": json.dumps([{"input": "1\n2", "output": "3", "testtype": "functional"}]),
          "private_test_cases": json.dumps([])},
@@ -90,6 +91,8 @@ def test_livecodebench_public_and_encoded_private_tests(tmp_path):
     assert out[0]["tests_hidden"] == [{"type": "stdin", "input": "5 5\n", "output": "10\n"}]
     assert out[1]["tests_public"][0] == {"type": "functional", "input": "1\n2", "output": "3", "fn_name": "add"}
     assert "starter code" in out[1]["prompt"] and out[0]["task"] == "code"
+    recent = loaders.load("livecodebench", path, start_date="2025-01-01", end_date="2025-04-30")
+    assert [r["id"] for r in recent] == ["abc123_d"]
 
 
 def test_lcb_blob_refuses_pickled_code():

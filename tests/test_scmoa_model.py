@@ -1,5 +1,8 @@
 """SC-MoA with a real in-process model (SmolLM2-135M when built, else a tiny random Llama),
-the engine chat adapter, and the scmoa-run / scmoa-report commands end to end."""
+the engine chat adapter, and the scmoa-run / scmoa-report commands end to end (tiny random
+Llama: the commands' plumbing, not the model's quality, is under test there).
+
+Torch runs single-threaded here: on a shared 2-core machine two threads thrash (5-30x slower)."""
 
 from __future__ import annotations
 
@@ -17,23 +20,22 @@ SAMPLING = {"max_tokens": 24}
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    if (SMOLLM2 / "config.json").is_file():
-        return SMOLLM2
+def tiny_dir(tmp_path_factory):
     from concord.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
 @pytest.fixture(scope="module")
-def engine(model_dir):
+def engine(tiny_dir):
     from concord.engines import load_engine
 
-    return load_engine("hf", model_dir, threads=2, progress=False, batch_size=16)
+    model_dir = SMOLLM2 if (SMOLLM2 / "config.json").is_file() else tiny_dir
+    return load_engine("hf", model_dir, threads=1, progress=False, batch_size=16)
 
 
 def test_engine_chat_completes_batches(engine):
-    chat = EngineChat(engine, defaults=SAMPLING)
+    chat = EngineChat(engine, defaults={"max_tokens": 8})
     convs = [[{"role": "user", "content": "Say hi."}], [{"role": "user", "content": "What is 2+2?"}]]
     out = chat.complete_batch(convs)
     assert len(out) == 2 and all(isinstance(t, str) for t in out)
@@ -58,7 +60,7 @@ def test_scmoa_with_the_real_model_keeps_its_invariants_and_caches(engine, tmp_p
     assert json.dumps(second.record, sort_keys=True) == json.dumps(rec, sort_keys=True)
 
 
-def test_scmoa_run_and_report_commands(model_dir, tmp_path):
+def test_scmoa_run_and_report_commands(tiny_dir, tmp_path):
     questions = tmp_path / "questions.jsonl"
     rows = [
         {"id": "q1", "prompt": "What is 3 + 4?", "answer": "7", "task": "qa"},
@@ -73,7 +75,7 @@ def test_scmoa_run_and_report_commands(model_dir, tmp_path):
                 "code": {"timeout_s": 5, "memory_mb": 512}, "n_resamples": 200}
     out = tmp_path / "records.json"
     argv = ["scmoa-run", "--questions", str(questions), "--out", str(out), "--cache-dir", str(tmp_path / "cache"),
-            "--model-path", str(model_dir), "--model", "smollm2", "--threads", "2", "--settings", json.dumps(settings)]
+            "--model-path", str(tiny_dir), "--model", "tiny", "--threads", "1", "--settings", json.dumps(settings)]
     assert cli_main(argv) == 0
     payload = json.loads(out.read_text())
     assert payload["provenance"]["step"] == "scmoa-run" and len(payload["questions"]) == 3
@@ -81,8 +83,7 @@ def test_scmoa_run_and_report_commands(model_dir, tmp_path):
     assert q["task"] == "code" and set(q["methods"]) >= {"scmoa", "cot", "sc", "moa", "self_moa", "gated_0.6", "gated_1"}
     assert set(q["k_sweep"]) == {"1", "2"} and len(q["agents_correct"]) == 3 and len(q["sc_correct"]) == 3
     assert payload["questions"][0]["methods"]["sc"]["calls"] == 3
-    assert payload["questions"][0]["methods"]["moa"]["calls"] == 2 * 2 + 1 + payload["questions"][0]["record"]["perturbation"]["calls"] * 0 + (
-        payload["questions"][0]["methods"]["moa"]["calls"] - 5)
+    assert payload["questions"][0]["methods"]["moa"]["calls"] >= 2 * 2 + 1  # 2N+1, plus its paraphrase call(s)
     assert cli_main(argv) == 0  # the rerun is served from the cache
     assert json.loads(out.read_text())["provenance"]["cache"]["misses"] == 0
 
@@ -96,6 +97,8 @@ def test_scmoa_run_and_report_commands(model_dir, tmp_path):
     for stem in ("calibration", "transition", "diversity", "sweeps"):
         for ext in ("png", "pdf"):
             assert (report_dir / f"{stem}.{ext}").stat().st_size > 0
-    summary = json.loads((report_dir / "summary.json").read_text())
+    text = (report_dir / "summary.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text  # strict JSON
+    summary = json.loads(text)
     assert summary["n_questions"] == 3 and summary["transition_below_diagonal"] == 0
     assert summary["provenance"]["inputs"]

@@ -353,33 +353,3 @@ def _completion_text(body: dict[str, Any], where: str) -> str:
     except (KeyError, IndexError, TypeError) as exc:
         raise ChatError(f"{where}: response has no choices[0].message.content: {json.dumps(body)[:300]}") from exc
     return content if isinstance(content, str) else ""
-
-
-def load_chat(spec: dict[str, Any], *, cache_dir: str | os.PathLike | None = None) -> Chat:
-    """Build a chat object from a config mapping.
-
-    ``{"backend": "openai", "base_url": ..., "model": ..., ...}`` gives an :class:`OpenAIChat`;
-    ``{"backend": "engine", "engine": "hf", "model_path": ..., ...}`` loads an in-process engine
-    through :func:`concord.engines.load_engine` (remaining keys are engine options). With ``cache_dir`` the result is wrapped in
-    :class:`CachedChat`.
-    """
-    spec = dict(spec)
-    backend = spec.pop("backend", None)
-    defaults = spec.pop("sampling", None)
-    if backend == "openai":
-        missing = {"base_url", "model"} - set(spec)
-        if missing:
-            raise ValueError(f"openai chat back-end needs {sorted(missing)}")
-        chat: Chat = OpenAIChat(spec.pop("base_url"), spec.pop("model"), defaults=defaults, **spec)
-    elif backend == "engine":
-        from concord.engines import load_engine
-
-        if "model_path" not in spec:
-            raise ValueError("engine chat back-end needs 'model_path'")
-        engine = load_engine(spec.pop("engine", "hf"), spec.pop("model_path"), **spec)
-        chat = EngineChat(engine, defaults=defaults)
-    else:
-        raise ValueError(f"unknown chat backend {backend!r}; expected 'openai' or 'engine'")
-    if cache_dir is not None:
-        chat = CachedChat(chat, cache_dir)
-    return chat

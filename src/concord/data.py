@@ -117,13 +117,19 @@ def load_ttrl_json(path: str | os.PathLike, source: str | None = None) -> list[d
                     "prompt": item["prompt"],
                     "answer": str(item["answer"]),
                     "level": _level(item.get("level")),
-                    "subject": item.get("subject", item.get("type", "")) or "",
+                    "subject": item.get("subject", item.get("type")) or _subject_from_id(str(qid)),
                     "source": item.get("source", source) or source,
                 },
                 f"{path}: item {i}",
             )
         )
     return out
+
+
+def _subject_from_id(qid: str) -> str:
+    """MATH ids look like ``test/precalculus/807.json``: the folder is the subject."""
+    parts = qid.split("/")
+    return parts[1] if len(parts) == 3 and parts[0] == "test" else ""
 
 
 def _level(value) -> int | None:
@@ -269,6 +275,9 @@ def prepare_benchmark(spec: dict) -> list[dict]:
             raise DataError("a ttrl_json benchmark needs 'path' (a TTRL test.json file)")
         records = load_ttrl_json(spec["path"])
         if spec.get("levels"):
+            if any(r["level"] is None for r in records):
+                raise DataError(f"{spec['path']}: records have no 'level' field, so 'levels' cannot filter them "
+                                "(TTRL ships MATH-L4/MATH-L5 as separate files)")
             records = [r for r in records if r["level"] in spec["levels"]]
     elif source == "hub":
         if "dataset" not in spec:

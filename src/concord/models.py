@@ -38,6 +38,33 @@ def smollm2_gguf_path() -> Path:
     return path
 
 
+def smollm2_tokenizer_dir() -> Path:
+    """SmolLM2's tokenizer, extracted once from the GGUF into a cache directory.
+
+    Building a fast tokenizer from GGUF metadata takes tens of seconds; tests and tiny models need
+    only the tokenizer, so it is cached under ``$CONCORD_CACHE`` (default ``~/.cache/concord``),
+    keyed by the GGUF file's size and modification time.
+    """
+    from transformers import AutoTokenizer
+
+    from concord.io import atomic_path
+
+    gguf = smollm2_gguf_path()
+    stat = gguf.stat()
+    root = Path(os.environ.get("CONCORD_CACHE", Path.home() / ".cache" / "concord"))
+    target = root / "tokenizers" / f"smollm2-{stat.st_size}-{int(stat.st_mtime)}"
+    if not (target / "tokenizer_config.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        try:
+            with atomic_path(target, suffix="") as tmp:
+                tmp.unlink()
+                tokenizer.save_pretrained(tmp)
+        except OSError:
+            if not (target / "tokenizer_config.json").is_file():  # not a lost race with another process
+                raise
+    return target
+
+
 def convert_gguf(gguf_file: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """Convert a GGUF checkpoint to a safetensors model directory (tokenizer included)."""
     import torch
@@ -78,11 +105,7 @@ def build_tiny_model(out_dir: str | os.PathLike, seed: int = 0, tokenizer_from: 
 
     from concord.io import atomic_path
 
-    if tokenizer_from is not None:
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_from))
-    else:
-        gguf = smollm2_gguf_path()
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_from or smollm2_tokenizer_dir()))
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tokenizer),

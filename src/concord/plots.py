@@ -221,22 +221,38 @@ def pooled_confidence_factor(cells: Sequence[RecoveryCell]) -> float:
     return float(np.exp(np.average(logs, weights=weights)))
 
 
-def figure4(cells: Sequence[RecoveryCell], labels: Mapping[str, str] | None = None):
-    """Recovery region: measured (r, c*/c_w) per cell against the vote and confidence bars."""
+def figure4(cells: Sequence[RecoveryCell]):
+    """Recovery region: measured (r, c*/c_w) per cell against the vote and confidence bars.
+
+    Cells without contested questions have nothing to place; when no cell has any (e.g. a tiny
+    model on an easy set) the figure says so instead of failing the run.
+    """
     from matplotlib.lines import Line2D
 
-    labels = labels or {}
     measured = [c for c in cells if c.measured]
-    factor = pooled_confidence_factor(cells)
     r = np.array([c.outnumbering_ratio for c in measured])
     adv = np.array([c.coherence_advantage for c in measured])
     frac = np.array([c.recovered_fraction for c in measured])
 
     fig, ax = new_figure(4.6, 3.4)
     with style():
-        x_hi = max(float(r.max()) * 1.1, 1.5)
+        x_hi = max(float(r.max()) * 1.1, 1.5) if measured else 4.0
         xs = np.linspace(0.0, x_hi, 200)
         ax.plot(xs, xs, color=VOTE_BAR_COLOR, lw=1.4, label="vote bar  ≈ r")
+        ax.set_xlim(0.0, x_hi)
+        ax.set_xlabel("outnumbering ratio  r = m / n*")
+        ax.set_ylabel("coherence advantage  c* / c$_w$")
+        unmeasured = len(cells) - len(measured)
+        title = f"Recovery region ({len(measured)} cells"
+        title += f"; {unmeasured} without contested questions)" if unmeasured else ")"
+        ax.set_title(title)
+        if not measured:
+            ax.set_ylim(0.0, x_hi * 1.05)
+            ax.text(0.5, 0.5, "no cell has contested questions\n(no correct minority was outvoted)",
+                    transform=ax.transAxes, ha="center", va="center")
+            ax.legend(loc="upper left")
+            return fig
+        factor = pooled_confidence_factor(cells)
         ax.plot(xs, factor * xs, color=CONFIDENCE_BAR_COLOR, lw=1.4,
                 label=f"confidence bar  e$^{{-\\delta/\\tau}}$r ≈ {factor:.2f} r")
         # Each cell's own bar: a tick from its vote bar down to its confidence bar.
@@ -248,14 +264,7 @@ def figure4(cells: Sequence[RecoveryCell], labels: Mapping[str, str] | None = No
                             edgecolors="black", linewidths=0.5, zorder=3)
         cbar = fig.colorbar(points, ax=ax, shrink=0.85)
         cbar.set_label("recovered (fraction of contested questions)")
-        ax.set_xlim(0.0, x_hi)
         ax.set_ylim(0.0, max(float(adv.max()), x_hi) * 1.05)
-        ax.set_xlabel("outnumbering ratio  r = m / n*")
-        ax.set_ylabel("coherence advantage  c* / c$_w$")
-        unmeasured = len(cells) - len(measured)
-        title = f"Recovery region ({len(measured)} cells"
-        title += f"; {unmeasured} without contested questions)" if unmeasured else ")"
-        ax.set_title(title)
         handles, _ = ax.get_legend_handles_labels()
         handles.append(Line2D([], [], color=CONFIDENCE_BAR_COLOR, marker="_", lw=0.6, label="a cell's own bar"))
         ax.legend(handles=handles, loc="upper left")
@@ -408,9 +417,14 @@ def figure5b(frame: pd.DataFrame, effects: Mapping):
 FIGURES: tuple[str, ...] = ("figure4", "figure5a", "figure5b")
 
 
+def report_benchmarks(config: Mapping) -> list[str]:
+    """Benchmarks shown in tables and figures, in display order (``report.benchmarks``)."""
+    return tables.report_section(config)["benchmarks"]
+
+
 def fig5a_benchmarks(config: Mapping) -> list[str]:
     wanted = tables.report_section(config)["fig5a_benchmarks"]
-    return [b for b in config["benchmarks"] if b in wanted]
+    return [b for b in report_benchmarks(config) if b in wanted]
 
 
 def figure_problem(config: Mapping, name: str) -> str | None:
@@ -441,11 +455,11 @@ def figure_inputs(config: Mapping, name: str, results_dir: str | Path = "results
     models = tables.figure_models(config)
     seeds = [int(s) for s in config["seeds"]]
     if name == "figure4":
-        return [recovery_path(results_dir, m, b) for m in models for b in config["benchmarks"]]
+        return [recovery_path(results_dir, m, b) for m in models for b in report_benchmarks(config)]
     if name == "figure5a":
         return tables.eval_paths(results_dir, models, fig5a_benchmarks(config), ["cisc", "core"], seeds)
     if name == "figure5b":
-        return tables.eval_paths(results_dir, models, config["benchmarks"], ["base", *FACTORIAL], seeds)
+        return tables.eval_paths(results_dir, models, report_benchmarks(config), ["base", *FACTORIAL], seeds)
     raise AssertionError(name)  # figure_problem rejected unknown names above
 
 
@@ -475,7 +489,7 @@ def make_figure(config: Mapping, name: str, results_dir: str | Path, stem: str |
     written: list[Path] = []
     if name == "figure4":
         cells = [load_recovery(p) for p in inputs]
-        fig = figure4(cells, labels)
+        fig = figure4(cells)
         data = recovery_frame(cells)
     else:
         summary = tables.summarise(tables.load_eval(inputs), ddof=int(report["std_ddof"]))
@@ -487,7 +501,7 @@ def make_figure(config: Mapping, name: str, results_dir: str | Path, stem: str |
             prov = provenance.record(step="figure5a", config=sections, inputs=inputs)
             written.append(io.write_json(stem.with_suffix(".json"), {**result, "provenance": prov}))
         else:
-            data, effects = factorial(summary, models, list(config["benchmarks"]), **report["bootstrap"])
+            data, effects = factorial(summary, models, report_benchmarks(config), **report["bootstrap"])
             fig = figure5b(data, effects)
             data = data.assign(**{f"effect_{k}": v for k, v in effects.items()})
     written.append(io.write_text(stem.with_suffix(".csv"), data.to_csv(index=False, float_format="%.6f", lineterminator="\n")))

@@ -52,6 +52,7 @@ def generate_rollouts(
         if cached is not None and cached.is_file():
             frame = pd.read_parquet(cached)
             if list(frame["question_id"].unique()) == [q["id"] for q in chunk]:
+                log.info("reusing cached chunk %s", cached)
                 frames.append(frame)
                 continue
             log.warning("ignoring stale cache %s (questions changed)", cached)

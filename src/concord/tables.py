@@ -68,6 +68,11 @@ def report_section(config: Mapping) -> dict:
     report.setdefault("decimals", 1)
     report.setdefault("bootstrap", {})
     report["bootstrap"] = {"n_resamples": 2000, "seed": 0, **report["bootstrap"]}
+    benchmarks = report.get("benchmarks") or list(config["benchmarks"])
+    unknown = [b for b in benchmarks if b not in config["benchmarks"]]
+    if unknown:
+        raise ValueError(f"report.benchmarks lists benchmarks missing from config benchmarks: {unknown}")
+    report["benchmarks"] = list(benchmarks)
     return report
 
 
@@ -84,7 +89,7 @@ def table_spec(config: Mapping, name: str) -> TableSpec:
     return TableSpec(
         name=name,
         models=tuple(models),
-        benchmarks=tuple(config["benchmarks"]),
+        benchmarks=tuple(report["benchmarks"]),
         arms=("base", *[a for a in ARMS[1:] if a in config["arms"]]),
         seeds=tuple(int(s) for s in config["seeds"]),
         families={m: config["models"][m].get("family", "Other") for m in models},

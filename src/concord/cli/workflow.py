@@ -96,6 +96,7 @@ def cmd_rollouts(args) -> int:
         seed=args.seed,
         prompt_style=args.model_spec.get("prompt_style", "instruct"),
         task=args.task,
+        chunk_questions=int(args.rollouts.get("chunk_questions", 8)),
     )
     frame = generate_rollouts(engine, questions, spec, cache_dir=args.cache_dir)
     config = {"rollouts": args.rollouts, "engine": args.engine, "model": args.model_spec, "task": args.task}

@@ -27,7 +27,7 @@ import pandas as pd
 
 from concord.code.baselines import best_at_n, mean_at_n, picked_accuracy, semantic_scores
 from concord.code.grading import ExecSettings, execute, grade, programs_for
-from concord.consensus.fmv import fmv_select
+from concord.consensus.fmv import encode_outputs, fmv_select_codes
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,10 @@ class QuestionExec:
     vectors: list[list[str | None]]  # (N, K) outputs, None = error/timeout
     programs: list[str | None]
 
+    def __post_init__(self) -> None:
+        # Integer codes of the outputs: the scaling analysis selects on thousands of subsets.
+        self.codes = encode_outputs(self.vectors)
+
 
 def load_exec(records: Sequence[dict], exec_table: pd.DataFrame) -> list[QuestionExec]:
     by_q = {qid: g.sort_values("rollout_idx") for qid, g in exec_table.groupby("question_id", sort=False)}
@@ -132,9 +136,7 @@ def method_scores(q: QuestionExec, idx: np.ndarray, embeddings: np.ndarray | Non
     """Each method's accuracy on one question when only candidates ``idx`` exist."""
     passed = q.passed[idx]
     out = {"mean": mean_at_n(passed), "best": best_at_n(passed)}
-    sub = [q.vectors[i] for i in idx]
-    pick = fmv_select(sub)
-    out["fmv"] = picked_accuracy(passed, pick)
+    out["fmv"] = picked_accuracy(passed, fmv_select_codes(q.codes[idx]))
     if embeddings is not None:
         out["semantic"] = picked_accuracy(passed, int(np.argmax(semantic_scores(embeddings[idx]))))
     return out

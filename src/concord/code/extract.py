@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 
 # ```python ... ``` or ``` ... ```; an unterminated last fence (the model ran out of tokens)
 # still yields its (truncated) code.
@@ -63,9 +64,22 @@ def extract_code(text: str, fn_name: str | None = None) -> str | None:
                 return defining[-1]
         return blocks[-1]
     stripped = (text or "").strip()
-    if stripped and parses(stripped) and _looks_like_code(stripped):
+    if stripped and _compiles(stripped) and _looks_like_code(stripped):
         return stripped + "\n"
+    # Completion-style output: an indented function body that only compiles inside a def.
+    body = (text or "").rstrip().lstrip("\n")
+    if body.strip() and _compiles("def _body():\n" + textwrap.indent(textwrap.dedent(body), "    ")):
+        return body + "\n"
     return None
+
+
+def _compiles(code: str) -> bool:
+    # compile(), unlike ast.parse(), also rejects e.g. a module-level ``return``.
+    try:
+        compile(code, "<candidate>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _looks_like_code(text: str) -> bool:

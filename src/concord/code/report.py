@@ -78,6 +78,11 @@ def figure2_right(frame: pd.DataFrame):
         ax.plot(sub["n"], acc, marker="o", ms=3, color=COLORS[m], label=METHOD_LABELS[m])
         ax.fill_between(sub["n"], acc - se, acc + se, color=COLORS[m], alpha=0.2, linewidth=0)
     ax.set_xscale("log", base=2)
+    ns = sorted(set(int(n) for n in frame["n"]))
+    ax.set_xticks(ns, [str(n) for n in ns])  # plain budgets, not powers of two in exponent form
+    ax.minorticks_off()
+    top = float(100 * (frame["accuracy"] + frame["se"].fillna(0)).max()) if len(frame) else 100.0
+    ax.set_ylim(0, min(100.0, max(10.0, top * 1.15)))
     ax.set_xlabel("roll-out budget N")
     ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize="small", frameon=False)

@@ -116,7 +116,7 @@ def _scorer(arm: str):
                 raise ValueError(f"arm {arm!r} needs the question's {key!r} field in the training data "
                                  f"(question {group.question_id})")
         vote = fmv_rewards(
-            group.texts, ctx["inputs"], mode=ctx["mode"], fn_name=ctx.get("fn_name"), target=target,
+            group.texts, list(ctx["inputs"]), mode=ctx["mode"], fn_name=ctx.get("fn_name") or None, target=target,
             prefix=ctx.get("prefix") or "",
             prompt=ctx.get("starter_code") or "" if ctx.get("source") == "humaneval" else "",
             timeout_s=float(params.get("timeout_s", ctx.get("timeout_s", DEFAULT_TIMEOUT_S))),

@@ -36,6 +36,9 @@ from concord.consensus.graph import (
     replicator_dynamics,
 )
 from concord.consensus.votes import cisc_vote, majority_vote
+
+# Functional majority voting (src/concord/consensus/fmv.py) re-exports its public names here;
+# that line belongs to the FMV module's owner.
 from concord.consensus.fmv import fmv_select, pointwise_target  # noqa: F401  (FMV for code)
 
 METHODS = ("majority", "ec", "cisc", "core")

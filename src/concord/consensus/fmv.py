@@ -19,7 +19,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["execution_vectors", "valid_mask", "fmv_scores", "fmv_select", "pointwise_target", "functional_clusters"]
+__all__ = [
+    "execution_vectors", "valid_mask", "encode_outputs", "fmv_scores", "fmv_scores_from_codes", "fmv_select",
+    "fmv_select_codes", "pointwise_target", "functional_clusters",
+]
 
 
 def _cell(value: Any) -> str | None:
@@ -55,32 +58,60 @@ def valid_mask(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
     return np.array([all(o is not None for o in row) for row in execution_vectors(outcomes)], dtype=bool)
 
 
-def fmv_scores(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
-    """S(c_i) for every candidate (float); invalid candidates get -inf so they never win."""
+def encode_outputs(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
+    """The N x K matrix of outputs as integers: per input, equal outputs share a code (numbered
+    by first appearance), and -1 marks no output. Equality of codes is equality of outputs."""
     vectors = execution_vectors(outcomes)
-    if vectors and len(vectors[0]) == 0:
+    n_inputs = len(vectors[0]) if vectors else 0
+    codes = np.full((len(vectors), n_inputs), -1, dtype=np.int64)
+    for k in range(n_inputs):
+        seen: dict[str, int] = {}
+        for i, row in enumerate(vectors):
+            if row[k] is not None:
+                codes[i, k] = seen.setdefault(row[k], len(seen))
+    return codes
+
+
+def fmv_scores_from_codes(codes: np.ndarray) -> np.ndarray:
+    """S(c_i) from :func:`encode_outputs` codes; invalid candidates get -inf."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if codes.ndim != 2:
+        raise ValueError(f"codes must be an N x K matrix, got shape {codes.shape}")
+    n, k = codes.shape
+    if n and k == 0:
         raise ValueError("FMV needs at least one test input (got K = 0)")
-    valid = np.array([all(o is not None for o in row) for row in vectors], dtype=bool)
-    scores = np.full(len(vectors), -np.inf)
+    scores = np.full(n, -np.inf)
+    valid = (codes >= 0).all(axis=1) if n else np.zeros(0, dtype=bool)
     if not valid.any():
         return scores
-    n_inputs = len(vectors[0])
-    # Per input, how many valid candidates produced each output: S_i = sum_k (count_k[o_ik] - 1),
-    # which is the pairwise sum of eq. (1) in O(N K) instead of O(N^2 K).
-    counts = [Counter(vectors[i][k] for i in np.flatnonzero(valid)) for k in range(n_inputs)]
-    for i in np.flatnonzero(valid):
-        scores[i] = float(sum(counts[k][vectors[i][k]] - 1 for k in range(n_inputs)))
+    # S_i = sum_k (count_k[o_ik] - 1) over valid candidates: the pairwise sum of eq. (1) in
+    # O(N K). Offsetting each input's codes makes one bincount count every column at once.
+    sub = codes[valid]
+    offsets = np.concatenate([[0], np.cumsum(sub.max(axis=0) + 1)[:-1]])
+    ids = sub + offsets[None, :]
+    counts = np.bincount(ids.ravel())
+    scores[valid] = (counts[ids] - 1).sum(axis=1)
     return scores
+
+
+def fmv_scores(outcomes: Sequence[Sequence[Any]]) -> np.ndarray:
+    """S(c_i) for every candidate (float); invalid candidates get -inf so they never win."""
+    return fmv_scores_from_codes(encode_outputs(outcomes))
+
+
+def fmv_select_codes(codes: np.ndarray) -> int | None:
+    """:func:`fmv_select` on :func:`encode_outputs` codes (fast path for repeated subsets)."""
+    scores = fmv_scores_from_codes(codes)
+    if scores.size == 0 or not np.isfinite(scores).any():
+        return None
+    return int(np.argmax(scores))  # the first maximum: ties go to the lowest index
 
 
 def fmv_select(outcomes: Sequence[Sequence[Any]]) -> int | None:
     """Index of the consensus program c* = argmax S(c_i), or None when no candidate is valid."""
     if len(outcomes) == 0:
         return None
-    scores = fmv_scores(outcomes)
-    if not np.isfinite(scores).any():
-        return None
-    return int(np.argmax(scores))  # argmax returns the first maximum: ties go to the lowest index
+    return fmv_select_codes(encode_outputs(outcomes))
 
 
 def pointwise_target(outcomes: Sequence[Sequence[Any]]) -> list[str | None]:

@@ -46,11 +46,13 @@ class Generation:
     finish_reason: str  # "stop" (end of sequence / stop string) or "length"
     mean_logprob: float  # mean natural-log probability per generated token (nats)
     token_logprobs: list[float] = field(default_factory=list, repr=False)
+    token_ids: list[int] = field(default_factory=list, repr=False)  # the sampled tokens (EOS included)
 
-    def to_dict(self, with_token_logprobs: bool = False) -> dict:
+    def to_dict(self, with_tokens: bool = False) -> dict:
         d = asdict(self)
-        if not with_token_logprobs:
+        if not with_tokens:
             d.pop("token_logprobs")
+            d.pop("token_ids")
         return d
 
 

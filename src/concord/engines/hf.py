@@ -118,7 +118,8 @@ class HFEngine:
         text = self.tokenizer.decode(ids[:length], skip_special_tokens=True)
         finish = "stop" if stopped else "length"
         text, finish = _apply_stop_strings(text, finish, params.stop)
-        return Generation(text=text, n_tokens=scored, finish_reason=finish, mean_logprob=mean_logprob(lps), token_logprobs=lps)
+        return Generation(text=text, n_tokens=scored, finish_reason=finish, mean_logprob=mean_logprob(lps),
+                          token_logprobs=lps, token_ids=ids[:scored])
 
 
 def _apply_stop_strings(text: str, finish: str, stop: Sequence[str]) -> tuple[str, str]:

@@ -83,4 +83,5 @@ def to_generation(completion) -> Generation:
         else float("-inf")
     )
     finish = "length" if completion.finish_reason == "length" else "stop"
-    return Generation(text=completion.text, n_tokens=len(completion.token_ids), finish_reason=finish, mean_logprob=mean, token_logprobs=lps)
+    return Generation(text=completion.text, n_tokens=len(completion.token_ids), finish_reason=finish, mean_logprob=mean,
+                      token_logprobs=lps, token_ids=list(completion.token_ids))

@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -83,10 +84,17 @@ _ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
-# Each worker slot runs candidates under its own uid (when we are root), so RLIMIT_NPROC caps
-# one candidate's fork bomb without starving another candidate; the block depends on our pid so
-# that two concurrent runs on one host rarely share uids.
-_UID_BASE = 100_000 + (os.getpid() % 1_000_000) * 1024
+
+
+def uid_block() -> int:
+    """First uid of this process's block of 1024 sandbox uids.
+
+    Each worker slot runs candidates under its own uid (when we are root), so RLIMIT_NPROC caps
+    one candidate's fork bomb without starving another candidate; the block depends on the pid
+    (read at call time, so forked workers get their own) so that concurrent runs on one host
+    rarely share uids.
+    """
+    return 100_000 + (os.getpid() % 1_000_000) * 1024
 
 
 @dataclass(frozen=True)
@@ -168,8 +176,9 @@ def run_programs(
         return [[] for _ in programs]
     backend = resolve_backend(sandbox, python=python, tmp_mb=limits.tmp_mb)
     n_workers = max(1, min(int(workers or _cpu_count()), len(programs)))
+    owned = _acquire_slots(n_workers)
     slots: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for slot in range(n_workers):
+    for slot in owned:
         slots.put(slot)
 
     def task(program: str | None) -> list[Outcome]:
@@ -181,10 +190,13 @@ def run_programs(
         finally:
             slots.put(slot)
 
-    if n_workers == 1:
-        return [task(p) for p in programs]
-    with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="sandbox") as pool:
-        return list(pool.map(task, programs))
+    try:
+        if n_workers == 1:
+            return [task(p) for p in programs]
+        with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="sandbox") as pool:
+            return list(pool.map(task, programs))
+    finally:
+        _release_slots(owned)
 
 
 def outputs_match(expected: str, output: str | None, mode: str) -> bool:
@@ -220,6 +232,26 @@ def outputs_match(expected: str, output: str | None, mode: str) -> bool:
 
 
 # ------------------------------------------------------------------ internals
+
+
+# Uid slots are process-wide, so concurrent run_programs calls (e.g. from several threads) never
+# run two candidates under one uid at the same time.
+_UID_SLOTS = 1024
+_slot_lock = threading.Lock()
+_free_slots = list(range(1, _UID_SLOTS))  # slot 0 is the backend probe's
+
+
+def _acquire_slots(n: int) -> list[int]:
+    with _slot_lock:
+        if len(_free_slots) < n:
+            raise RuntimeError(f"more than {_UID_SLOTS - 1} concurrent sandboxes requested in one process")
+        taken, _free_slots[:] = _free_slots[:n], _free_slots[n:]
+    return taken
+
+
+def _release_slots(slots: list[int]) -> None:
+    with _slot_lock:
+        _free_slots.extend(slots)
 
 
 def _cpu_count() -> int:
@@ -293,7 +325,7 @@ def _attempt(backend, program, inputs, start, mode, fn_name, limits, uid_slot):
         "file_mb": limits.tmp_mb,
         # The whole process may use the CPU of every input's timer plus the definition stage.
         "cpu_s": int(math.ceil(limits.timeout_s * (remaining + 1) + limits.grace_s)) + 1,
-        "uid": _UID_BASE + uid_slot if backend.privileged else None,
+        "uid": uid_block() + uid_slot if backend.privileged else None,
         "mounts": backend.mounts(),
         "reap": backend.name != "none",  # kill(-1) is only safe inside a PID namespace
     }

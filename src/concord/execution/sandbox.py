@@ -59,9 +59,10 @@ class Backend:
         if self.name == "none":
             return interp
         if self.name == "unshare":
-            return ["unshare", "--fork", "--pid", "--mount-proc", "--mount", "--net", "--ipc", "--uts",
+            return [shutil.which("unshare") or "unshare", "--fork", "--pid", "--mount-proc", "--mount", "--net", "--ipc", "--uts",
                     "--kill-child", "--", *interp]
-        args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        # absolute path: the sandbox is started with a clean environment of its own
+        args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                 "--perms", "1777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp"]
         for path in self.hide:
             args += ["--size", "65536", "--tmpfs", path]

@@ -9,6 +9,9 @@ other reward families (e.g. FMV for code) plug into the same trainer::
     @register_scorer("fmv")
     def fmv(group: GroupInput) -> GroupScore: ...
 
+    @register_scorer("core", batched=True)  # or score a whole step's groups at once
+    def core(groups: list[GroupInput]) -> list[GroupScore]: ...
+
 :class:`ConsensusReward` is the callable handed to TRL's ``GRPOTrainer`` as ``reward_funcs``.
 TRL calls it on each process with that process's slice of the batch, and a question's group of
 ``n_vote`` roll-outs may straddle two processes. So it first gathers every process's roll-outs,
@@ -54,21 +57,37 @@ class GroupScore:
     classes: list[int] | None = None  # answer-equivalence class per roll-out (-1 = no answer)
 
 
+#: A scorer scores one whole question's group (``GroupInput -> GroupScore``); a *batched* scorer
+#: takes the list of a step's groups and returns one score per group (the math arms: all answers
+#: grouped in one symbolic-worker round trip, the replicator dynamics of all questions at once).
 Scorer = Callable[[GroupInput], GroupScore]
-_SCORERS: dict[str, Scorer] = {}
+BatchScorer = Callable[[list[GroupInput]], list[GroupScore]]
+_SCORERS: dict[str, BatchScorer] = {}
 
 
-def register_scorer(arm: str, scorer: Scorer | None = None):
-    """Register ``scorer`` for ``arm`` (usable as a decorator). Re-registering replaces it."""
+def register_scorer(arm: str, scorer: Scorer | BatchScorer | None = None, *, batched: bool = False):
+    """Register ``scorer`` for ``arm`` (usable as a decorator). Re-registering replaces it.
 
-    def _register(fn: Scorer) -> Scorer:
-        _SCORERS[arm] = fn
+    ``batched=False`` (default): ``scorer(group) -> GroupScore``; ``batched=True``:
+    ``scorer(groups) -> list[GroupScore]``.
+    """
+
+    def _register(fn):
+        _SCORERS[arm] = fn if batched else _batch_of(fn)
         return fn
 
     return _register(scorer) if scorer is not None else _register
 
 
-def get_scorer(arm: str) -> Scorer:
+def _batch_of(fn: Scorer) -> BatchScorer:
+    def batch(groups: list[GroupInput]) -> list[GroupScore]:
+        return [fn(g) for g in groups]
+
+    batch.__name__ = getattr(fn, "__name__", "scorer")
+    return batch
+
+
+def get_scorer(arm: str) -> BatchScorer:
     _load_plugins()
     try:
         return _SCORERS[arm]
@@ -86,36 +105,42 @@ def _load_plugins() -> None:
     # lazily keeps `concord.rl` light and tolerates a family that is not part of this install.
     try:
         import concord.code.rewards  # noqa: F401
-    except ImportError as exc:
-        if "concord.code" not in str(exc):
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("concord.code", "concord.code.rewards"):
             raise
 
 
-def math_scorer(arm: str) -> Scorer:
-    """The consensus-library scorer for a math arm: extract \\boxed{} answers, score the group."""
+def math_scorer(arm: str) -> BatchScorer:
+    """The consensus-library scorer for a math arm: extract \\boxed{} answers, score the groups."""
 
-    def score(group: GroupInput) -> GroupScore:
-        from concord.answers import extract_boxed, group_answers
-        from concord.consensus import score_group
+    def score(groups: list[GroupInput]) -> list[GroupScore]:
+        from concord.answers import extract_boxed
+        from concord.consensus import score_groups
 
-        answers = [extract_boxed(t) for t in group.texts]
-        classes = list(group_answers(answers))
-        result = score_group(
-            arm, answers, texts=list(group.texts), confidences=np.asarray(group.confidences, dtype=float),
-            classes=classes, **group.params,
-        )
-        rewards = np.asarray(result.rewards, dtype=float)
-        if rewards.shape != (len(group.texts),):
-            raise RuntimeError(f"score_group({arm!r}) returned {rewards.shape} rewards for {len(group.texts)} roll-outs")
-        gate = float(result.gate) if arm in GATED_ARMS else 1.0
-        return GroupScore(rewards=rewards, gate=gate, label=result.label, answers=answers, classes=classes)
+        if not groups:
+            return []
+        answers = [[extract_boxed(t) for t in g.texts] for g in groups]
+        params = groups[0].params
+        results = score_groups(arm, [
+            {"answers": a, "texts": list(g.texts), "confidences": np.asarray(g.confidences, dtype=float)}
+            for a, g in zip(answers, groups)
+        ], **params)
+        return [
+            GroupScore(
+                rewards=np.asarray(r.rewards, dtype=float),
+                # w_q = 1 for the vote arms by definition (paper 3.2): only graph arms gate.
+                gate=float(r.gate) if arm in GATED_ARMS else 1.0,
+                label=r.label, answers=a, classes=[int(c) for c in r.classes],
+            )
+            for a, r in zip(answers, results)
+        ]
 
     score.__name__ = f"score_{arm}"
     return score
 
 
 for _arm in MATH_ARMS:
-    register_scorer(_arm, math_scorer(_arm))
+    register_scorer(_arm, math_scorer(_arm), batched=True)
 
 
 @dataclass
@@ -152,7 +177,7 @@ def score_batch(
     contexts: Sequence[dict],
     n_vote: int,
     params: dict,
-    scorer: Scorer | None = None,
+    scorer: BatchScorer | None = None,
 ) -> ScoredBatch:
     """Score a global batch of contiguous groups of ``n_vote`` roll-outs, one whole group at a time."""
     n = len(texts)
@@ -161,9 +186,7 @@ def score_batch(
     if n % n_vote:
         raise RuntimeError(f"{n} roll-outs do not form whole groups of n_vote={n_vote}")
     scorer = scorer or get_scorer(arm)
-    rewards = np.zeros(n)
-    gates = np.ones(n)
-    groups = []
+    inputs = []
     for start in range(0, n, n_vote):
         ids = set(question_ids[start:start + n_vote])
         if len(ids) != 1:
@@ -171,23 +194,30 @@ def score_batch(
                 f"roll-outs {start}..{start + n_vote - 1} should form one question's group but carry question ids "
                 f"{sorted(ids)}; the batch is not laid out in contiguous groups"
             )
-        conf = np.asarray(confidences[start:start + n_vote], dtype=float)
-        score = scorer(GroupInput(
-            question_id=question_ids[start], texts=list(texts[start:start + n_vote]), confidences=conf,
+        inputs.append(GroupInput(
+            question_id=str(question_ids[start]), texts=list(texts[start:start + n_vote]),
+            confidences=np.asarray(confidences[start:start + n_vote], dtype=float),
             context=dict(contexts[start]), params=dict(params),
         ))
+    scores = scorer(inputs)
+    if len(scores) != len(inputs):
+        raise RuntimeError(f"scorer for arm {arm!r} returned {len(scores)} scores for {len(inputs)} groups")
+    rewards = np.zeros(n)
+    gates = np.ones(n)
+    groups = []
+    for g, (group, score) in enumerate(zip(inputs, scores)):
         r = np.asarray(score.rewards, dtype=float)
         if r.shape != (n_vote,):
             raise RuntimeError(f"scorer for arm {arm!r} returned {r.shape} rewards for a group of {n_vote}")
         if not np.isfinite(score.gate) or score.gate < 0:
             raise RuntimeError(f"scorer for arm {arm!r} returned gate {score.gate}; gates must be finite and >= 0")
-        rewards[start:start + n_vote] = r
-        gates[start:start + n_vote] = score.gate
+        rewards[g * n_vote:(g + 1) * n_vote] = r
+        gates[g * n_vote:(g + 1) * n_vote] = score.gate
         groups.append(GroupRecord(
-            question_id=str(question_ids[start]), answers=list(score.answers),
+            question_id=group.question_id, answers=list(score.answers),
             classes=None if score.classes is None else [int(c) for c in score.classes],
-            confidences=[float(c) for c in conf], rewards=[float(x) for x in r], gate=float(score.gate),
-            label=score.label,
+            confidences=[float(c) for c in group.confidences], rewards=[float(x) for x in r],
+            gate=float(score.gate), label=score.label,
         ))
     return ScoredBatch(rewards=rewards, gates=gates, groups=groups)
 
@@ -210,7 +240,7 @@ class ConsensusReward:
     with it) and every batch is queued in :attr:`pending` for the per-step log.
     """
 
-    def __init__(self, arm: str, n_vote: int, params: dict | None = None, scorer: Scorer | None = None):
+    def __init__(self, arm: str, n_vote: int, params: dict | None = None, scorer: BatchScorer | None = None):
         self.arm = arm
         self.n_vote = int(n_vote)
         self.params = dict(params or {})

@@ -217,12 +217,20 @@ def lcb_tests(cases: list[dict], fn_name: str | None) -> list[dict]:
     return out
 
 
-def load_livecodebench(path: str | Path, difficulty: str | None = "hard") -> list[dict]:
+def load_livecodebench(path: str | Path, difficulty: str | None = "hard", start_date: str | None = None,
+                       end_date: str | None = None) -> list[dict]:
+    """LiveCodeBench problems of one difficulty, optionally within ``[start_date, end_date]``
+    (ISO dates compared with ``contest_date``; the paper keeps post-training-cutoff problems)."""
     path = Path(path)
     out = []
     for i, row in enumerate(_rows(path)):
         _require(row, ("question_id", "question_content", "public_test_cases"), f"{path} record {i}")
         if difficulty and str(row.get("difficulty", "")).lower() != difficulty:
+            continue
+        date = str(row.get("contest_date", ""))[:10]
+        if (start_date or end_date) and not date:
+            raise ValueError(f"{path} record {i}: a date window needs contest_date")
+        if (start_date and date < start_date) or (end_date and date > end_date):
             continue
         meta = row.get("metadata") or {}
         meta = json.loads(meta) if isinstance(meta, str) else meta

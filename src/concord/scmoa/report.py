@@ -168,4 +168,18 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     ax[1].set(xlabel="k (samples per perturbation)", ylabel="accuracy", title="k sweep")
     io.save_figure(fig, out / "sweeps")
     plt.close(fig)
-    return summary
+    return _finite(summary)
+
+
+def _finite(obj: Any) -> Any:
+    """NaN and infinities (an undefined AUROC, a flip ratio without harmful flips) as null,
+    so that the summary is strict JSON."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj

@@ -82,10 +82,8 @@ def extract_answer(text: str) -> str | None:
 
 
 def _clean_answer(raw: str) -> str:
-    value = raw.strip().strip("*_` ")
-    # "$VALUE" wrapped in math delimiters or a box is still the same value.
-    if value.startswith("$") and value.endswith("$") and len(value) > 1:
-        value = value.strip("$").strip()
+    # Math delimiters (even unbalanced, as in "$9") and emphasis are presentation, not the value.
+    value = raw.strip().strip("*_` ").strip("$").strip()
     if value.startswith("\\boxed{") and value.endswith("}"):
         value = value[len("\\boxed{"):-1].strip()
     return value.rstrip(".").strip()

@@ -1,0 +1,426 @@
+"""Functional Majority Voting for code (concord.code, concord.execution; `code` config section).
+
+    data -> candidates (generation) -> exec (sandboxed runs + hidden-test grades)
+         -> gencluster (LLM-judge tournament) -> analysis -> Figure 2 (left, right)
+    data -> halves -> TTRL (fmv, fmv_pointwise) -> candidates/exec of the trained policies
+         -> Table 1 (random half, hold-out) and Table 2 (joint vs pointwise at two budgets)
+
+Paths live under results/code/. A *policy* is `base` (the model itself) or
+`ttrl-{arm}-{half|full}-n{N}` (trained on the train half or the full set with roll-out budget N);
+an *evalset* is `all`, `train` or `holdout`. `CODE_TARGETS` lists the final outputs (already
+added to ALL_TARGETS).
+"""
+
+import shlex as _shlex
+
+shell_quote = _shlex.quote
+CODE = config.get("code") or {}
+CODE_ENABLED = bool(CODE.get("enabled", True))
+CODE_SPECS = CODE.get("models") or {m: config["models"][m] for m in MODELS}
+CODE_MODELS = list(CODE_SPECS)
+CODE_ONLY_MODELS = [m for m in CODE_MODELS if m not in config["models"]]
+CODE_BENCHMARKS = list((CODE.get("benchmarks") or {}).keys())
+CODE_SEEDS = [int(s) for s in CODE.get("seeds", [0])]
+CODE_EXEC = CODE.get("execution", {})
+CODE_TTRL = CODE.get("ttrl", {})
+CR = f"{RESULTS}/code"
+CODE_ENV = "../envs/code.yaml"
+CODE_WORKERS = CODE_EXEC.get("workers") or 2
+
+
+def _code_bench_spec(wildcards):
+    return as_json(CODE["benchmarks"][wildcards.cbench])
+
+
+def _code_model_dir(cmodel):
+    return f"{RESULTS}/models/{cmodel}"
+
+
+def _policy_model(wildcards):
+    """The model directory a policy generates with: the base model or a trained TTRL model."""
+    if wildcards.policy == "base":
+        return _code_model_dir(wildcards.cmodel)
+    _, arm, split, n = _parse_policy(wildcards.policy)
+    return f"{CR}/train/{wildcards.cmodel}/{wildcards.cbench}/{arm}-{split}-n{n}/seed{wildcards.seed}"
+
+
+def _parse_policy(policy):
+    # ttrl-{arm}-{half|full}-n{N}; arm itself may contain "_" but never "-"
+    kind, arm, split, n = policy.split("-")
+    return kind, arm, split, int(n[1:])
+
+
+def _evalset_data(wildcards):
+    suffix = "" if wildcards.evalset == "all" else f".{wildcards.evalset}"
+    return f"{CR}/data/{wildcards.cbench}{suffix}.jsonl"
+
+
+def _train_data(wildcards):
+    return f"{CR}/data/{wildcards.cbench}{'.train' if wildcards.split == 'half' else ''}.jsonl"
+
+
+def _train_overrides(wildcards):
+    training = dict(CODE_TTRL.get("training") or {})
+    n = int(wildcards.nvote)
+    training["n_vote"] = n
+    training["n_train"] = min(int(training.get("n_train", n)), n)
+    return as_json(training)
+
+
+def _judge_dir(wildcards):
+    judge = (CODE.get("gencluster") or {}).get("judge") or wildcards.cmodel
+    return _code_model_dir(judge)
+
+
+wildcard_constraints:
+    cmodel="|".join(re.escape(m) for m in CODE_MODELS) or "^$",
+    cbench="|".join(re.escape(b) for b in CODE_BENCHMARKS) or "^$",
+    policy=r"base|ttrl-(fmv|fmv_pointwise)-(half|full)-n\d+",
+    evalset="all|train|holdout",
+    split="half|full",
+    carm="fmv|fmv_pointwise",
+    nvote=r"\d+",
+
+
+if CODE_ONLY_MODELS:
+
+    # Models only the code experiments use (e.g. Qwen3-2507 in config/paper.yaml).
+    rule code_model:
+        output:
+            directory(f"{RESULTS}/models/{{xmodel}}"),
+        wildcard_constraints:
+            xmodel="|".join(re.escape(m) for m in CODE_ONLY_MODELS),
+        params:
+            spec=lambda wc: as_json(CODE_SPECS[wc.xmodel]),
+        log:
+            f"{LOGS}/model/{{xmodel}}.log",
+        benchmark:
+            f"{BENCH}/model/{{xmodel}}.tsv"
+        resources:
+            mem_mb=8000,
+            runtime=60,
+        conda:
+            CODE_ENV
+        shell:
+            "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule code_data:
+    input:
+        # a LiveCodeBench release file is an input (HumanEval ships inside its package)
+        lambda wc: [CODE["benchmarks"][wc.cbench]["path"]] if CODE["benchmarks"][wc.cbench].get("path") else [],
+    output:
+        f"{CR}/data/{{cbench}}.jsonl",
+    params:
+        spec=_code_bench_spec,
+        exec=as_json(CODE_EXEC),
+    threads: CODE_WORKERS
+    log:
+        f"{LOGS}/code/data/{{cbench}}.log",
+    benchmark:
+        f"{BENCH}/code/data/{{cbench}}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-data --benchmark-spec {params.spec:q} --exec {params.exec:q} --out {output:q}"
+        " --rule code_data > {log:q} 2>&1"
+
+
+rule code_split:
+    input:
+        f"{CR}/data/{{cbench}}.jsonl",
+    output:
+        train=f"{CR}/data/{{cbench}}.train.jsonl",
+        holdout=f"{CR}/data/{{cbench}}.holdout.jsonl",
+    params:
+        seed=int(CODE_TTRL.get("split_seed", 0)),
+    log:
+        f"{LOGS}/code/split/{{cbench}}.log",
+    localrule: True
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-split --data {input:q} --seed {params.seed} --train-out {output.train:q}"
+        " --holdout-out {output.holdout:q} --rule code_split > {log:q} 2>&1"
+
+
+rule code_generate:
+    input:
+        model=_policy_model,
+        data=_evalset_data,
+    output:
+        f"{CR}/candidates/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
+    params:
+        sampling=as_json(CODE.get("sampling", {})),
+        engine=as_json(ENGINE),
+    threads: 2
+    log:
+        f"{LOGS}/code/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
+    benchmark:
+        f"{BENCH}/code/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.tsv"
+    resources:
+        gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
+        mem_mb=16000,
+        runtime=240,
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-generate --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
+        " --sampling {params.sampling:q} --engine {params.engine:q} --seed {wildcards.seed} --threads {threads}"
+        " --rule code_generate > {log:q} 2>&1"
+
+
+rule code_execute:
+    input:
+        data=_evalset_data,
+        candidates=f"{CR}/candidates/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
+    output:
+        f"{CR}/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
+    params:
+        exec=as_json(CODE_EXEC),
+    threads: CODE_WORKERS
+    log:
+        f"{LOGS}/code/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
+    benchmark:
+        f"{BENCH}/code/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-execute --data {input.data:q} --candidates {input.candidates:q} --out {output:q}"
+        " --exec {params.exec:q} --workers {threads} --rule code_execute > {log:q} 2>&1"
+
+
+rule code_gencluster:
+    input:
+        data=f"{CR}/data/{{cbench}}.jsonl",
+        exec=f"{CR}/exec/{{cmodel}}/{{cbench}}/base/seed{{seed}}/all.parquet",
+        judge=_judge_dir,
+    output:
+        f"{CR}/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.json",
+    params:
+        gencluster=as_json(CODE.get("gencluster", {})),
+        engine=as_json(ENGINE),
+    threads: 2
+    log:
+        f"{LOGS}/code/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/code/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.tsv"
+    resources:
+        gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
+        mem_mb=16000,
+        runtime=240,
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-gencluster --data {input.data:q} --exec-table {input.exec:q}"
+        " --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
+        " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule code_gencluster > {log:q} 2>&1"
+
+
+def _analysis_inputs(wildcards):
+    base = f"{CR}/{{kind}}/{wildcards.cmodel}/{wildcards.cbench}/base/seed{wildcards.seed}/all.parquet"
+    out = {
+        "data": f"{CR}/data/{wildcards.cbench}.jsonl",
+        "exec": base.format(kind="exec"),
+        "candidates": base.format(kind="candidates"),
+    }
+    if (CODE.get("gencluster") or {}).get("enabled", True):
+        out["gencluster"] = f"{CR}/gencluster/{wildcards.cmodel}/{wildcards.cbench}/seed{wildcards.seed}.json"
+    return out
+
+
+rule code_analyze:
+    input:
+        unpack(_analysis_inputs),
+    output:
+        f"{CR}/analysis/{{cmodel}}/{{cbench}}/seed{{seed}}.json",
+    params:
+        analysis=as_json(CODE.get("analysis", {})),
+        gencluster=lambda wc, input: f"--gencluster {input.gencluster}" if "gencluster" in input.keys() else "",
+    threads: 2
+    log:
+        f"{LOGS}/code/analysis/{{cmodel}}/{{cbench}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/code/analysis/{{cmodel}}/{{cbench}}/seed{{seed}}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-analyze --data {input.data:q} --exec-table {input.exec:q}"
+        " --candidates {input.candidates:q} {params.gencluster} --analysis {params.analysis:q}"
+        " --seed {wildcards.seed} --out {output:q} --rule code_analyze > {log:q} 2>&1"
+
+
+def _code_label(cmodel):
+    return CODE_SPECS[cmodel].get("label") or (config.get("report") or {}).get("labels", {}).get(cmodel) or cmodel
+
+
+rule code_figure2:
+    input:
+        expand(f"{CR}/analysis/{{cmodel}}/{{{{cbench}}}}/seed{CODE_SEEDS[0]}.json", cmodel=CODE_MODELS),
+    output:
+        left_png=f"{CR}/figures/{{cbench}}/figure2_left.png",
+        left_pdf=f"{CR}/figures/{{cbench}}/figure2_left.pdf",
+        left_csv=f"{CR}/figures/{{cbench}}/figure2_left.csv",
+        left_md=f"{CR}/figures/{{cbench}}/figure2_left.md",
+        left_tex=f"{CR}/figures/{{cbench}}/figure2_left.tex",
+        right_png=f"{CR}/figures/{{cbench}}/figure2_right.png",
+        right_pdf=f"{CR}/figures/{{cbench}}/figure2_right.pdf",
+        right_csv=f"{CR}/figures/{{cbench}}/figure2_right.csv",
+        right_md=f"{CR}/figures/{{cbench}}/figure2_right.md",
+        right_tex=f"{CR}/figures/{{cbench}}/figure2_right.tex",
+    params:
+        analyses=lambda wc, input: " ".join(
+            f"--analysis {shell_quote(_code_label(m) + '=' + p)}" for m, p in zip(CODE_MODELS, input)
+        ),
+        right=lambda wc: shell_quote(_code_label(CODE.get("figure2_right") or CODE_MODELS[0])),
+        out_dir=lambda wc, output: os.path.dirname(output.left_png),
+    log:
+        f"{LOGS}/code/figure2/{{cbench}}.log",
+    localrule: True
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
+        " --rule code_figure2 > {log:q} 2>&1"
+
+
+# ------------------------------------------------------------------ TTRL (Tables 1 and 2)
+
+
+rule code_train:
+    input:
+        model=lambda wc: _code_model_dir(wc.cmodel),
+        data=_train_data,
+    output:
+        directory(f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}"),
+    params:
+        training=_train_overrides,
+        exec=as_json(CODE_EXEC),
+        checkpoints=lambda wc: f"{CACHE}/code-train/{wc.cmodel}/{wc.cbench}/{wc.carm}-{wc.split}-n{wc.nvote}/seed{wc.seed}",
+    threads: int((CODE_TTRL.get("training") or {}).get("threads", 2))
+    log:
+        f"{LOGS}/code/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/code/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.tsv"
+    resources:
+        gpu=gpu_count(int((CODE_TTRL.get("training") or {}).get("gpus", 1)) or 1),
+        mem_mb=32000,
+        runtime=1440,
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-train --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
+        " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
+        " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule code_train > {log:q} 2>&1"
+
+
+_TT_MODEL = CODE_TTRL.get("model") or (CODE_MODELS[0] if CODE_MODELS else None)
+_TT_BENCH = CODE_TTRL.get("benchmark") or (CODE_BENCHMARKS[0] if CODE_BENCHMARKS else None)
+_TT_SEED = CODE_SEEDS[0]
+_TT_ARMS = list(CODE_TTRL.get("arms", ["fmv", "fmv_pointwise"]))
+_TT_LABELS = {"base": f"Base ({_code_label(_TT_MODEL)})" if _TT_MODEL else "Base",
+              "fmv": "+ FMV TTRL", "fmv_pointwise": "+ Pointwise-FMV TTRL"}
+
+
+def _exec_path(policy, evalset):
+    return f"{CR}/exec/{_TT_MODEL}/{_TT_BENCH}/{policy}/seed{_TT_SEED}/{evalset}.parquet"
+
+
+def _table1_execs():
+    out = {"base:train": _exec_path("base", "all"), "base:holdout": _exec_path("base", "all")}
+    n = int(CODE_TTRL.get("table1_n_vote", 64))
+    for arm in _TT_ARMS:
+        for evalset in ("train", "holdout"):
+            out[f"{arm}:{evalset}"] = _exec_path(f"ttrl-{arm}-half-n{n}", evalset)
+    return out
+
+
+def _table2_execs():
+    out = {f"Base ({_code_label(_TT_MODEL)})": _exec_path("base", "all")}
+    for n in CODE_TTRL.get("table2_n_vote", [32, 128]):
+        for arm, name in (("fmv", "Joint"), ("fmv_pointwise", "Pointwise")):
+            if arm in _TT_ARMS:
+                out[f"+ {name} (N={n})"] = _exec_path(f"ttrl-{arm}-full-n{n}", "all")
+    return out
+
+
+def _pairs_args(mapping):
+    return " ".join(f"--exec {shell_quote(k + '=' + v)}" for k, v in mapping.items())
+
+
+rule code_table1:
+    input:
+        train=f"{CR}/data/{_TT_BENCH}.train.jsonl",
+        holdout=f"{CR}/data/{_TT_BENCH}.holdout.jsonl",
+        execs=list(dict.fromkeys(_table1_execs().values())),
+    output:
+        csv=f"{CR}/tables/table1.csv",
+        md=f"{CR}/tables/table1.md",
+        tex=f"{CR}/tables/table1.tex",
+    params:
+        execs=_pairs_args(_table1_execs()),
+        labels=as_json(_TT_LABELS),
+        n=int(CODE.get("sampling", {}).get("n", 64)),
+        resamples=int(CODE.get("analysis", {}).get("n_resamples", 2000)),
+        stem=lambda wc, output: os.path.splitext(output.csv)[0],
+    log:
+        f"{LOGS}/code/table1.log",
+    localrule: True
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-table1 --train-data {input.train:q} --holdout-data {input.holdout:q} {params.execs}"
+        " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} --out-stem {params.stem:q}"
+        " --rule code_table1 > {log:q} 2>&1"
+
+
+rule code_table2:
+    input:
+        data=f"{CR}/data/{_TT_BENCH}.jsonl",
+        execs=list(_table2_execs().values()),
+    output:
+        csv=f"{CR}/tables/table2.csv",
+        md=f"{CR}/tables/table2.md",
+        tex=f"{CR}/tables/table2.tex",
+    params:
+        execs=_pairs_args(_table2_execs()),
+        n=int(CODE.get("sampling", {}).get("n", 64)),
+        resamples=int(CODE.get("analysis", {}).get("n_resamples", 2000)),
+        stem=lambda wc, output: os.path.splitext(output.csv)[0],
+    log:
+        f"{LOGS}/code/table2.log",
+    localrule: True
+    conda:
+        CODE_ENV
+    shell:
+        "python -m concord code-table2 --data {input.data:q} {params.execs} --n {params.n}"
+        " --n-resamples {params.resamples} --out-stem {params.stem:q} --rule code_table2 > {log:q} 2>&1"
+
+
+def code_targets():
+    """The code experiments' final outputs: Figure 2 per benchmark, Tables 1 and 2."""
+    if not CODE_ENABLED or not CODE_MODELS or not CODE_BENCHMARKS:
+        return []
+    out = expand(f"{CR}/figures/{{cbench}}/figure2_{{side}}.png", cbench=CODE_BENCHMARKS, side=["left", "right"])
+    if CODE_TTRL.get("enabled", True) and _TT_ARMS:
+        out += [f"{CR}/tables/table1.csv", f"{CR}/tables/table2.csv"]
+    return out
+
+
+CODE_TARGETS = code_targets()
+ALL_TARGETS.extend(CODE_TARGETS)
+
+
+rule code_all:
+    input:
+        CODE_TARGETS,
+    localrule: True

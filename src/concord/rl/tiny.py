@@ -1,0 +1,89 @@
+"""A tiny model that already answers in ``\\boxed{}``: real training in seconds, for tests.
+
+:func:`concord.models.build_tiny_model` gives a random Llama with SmolLM2's 49k-token
+vocabulary, which never produces a ``\\boxed{}`` answer (so every consensus reward is 0) and whose
+vocabulary-sized soft-max dominates CPU time. The model here has a 300-token byte-level BPE
+vocabulary trained on the prompts it will see, a ChatML template, and is fine-tuned for a few
+dozen steps to reply ``The answer is \\boxed{d}.`` with ``d`` drawn from ``answers``: its roll-out
+groups disagree, so majority, EC, CISC and CoRE all produce non-trivial rewards and gates.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Sequence
+
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def arithmetic_prompt(rng: random.Random) -> str:
+    a, b = rng.randint(0, 9), rng.randint(0, 9)
+    return f"What is {a} + {b}?"
+
+
+def build_boxed_tiny_model(
+    out_dir: str | os.PathLike,
+    *,
+    answers: Sequence[str] = ("1", "2", "3"),
+    steps: int = 80,
+    seed: int = 0,
+    prompt_style: str = "instruct",
+) -> Path:
+    """Train the tokenizer and the model, save both to ``out_dir`` (atomically); a few seconds."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from concord.data import build_messages
+    from concord.io import atomic_path
+
+    rng = random.Random(seed)
+    corpus = [
+        build_messages(arithmetic_prompt(rng), prompt_style)[0]["content"] + f" The answer is \\boxed{{{d}}}."
+        for _ in range(100) for d in "0123456789"
+    ]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus, vocab_size=300, min_frequency=1,
+                            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], show_progress=False)
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<|im_end|>",
+                                  pad_token="<|endoftext|>", chat_template=CHATML)
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
+    )
+    model = LlamaForCausalLM(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    for _ in range(steps):
+        batch = []
+        for _ in range(16):
+            prompt = tok.apply_chat_template(build_messages(arithmetic_prompt(rng), prompt_style), tokenize=False,
+                                             add_generation_prompt=True)
+            reply = f"The answer is \\boxed{{{rng.choice(list(answers))}}}.{tok.eos_token}"
+            p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+            batch.append((len(p_ids), p_ids + tok(reply, add_special_tokens=False)["input_ids"]))
+        width = max(len(ids) for _, ids in batch)
+        ids = torch.full((len(batch), width), tok.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, (n_prompt, seq) in enumerate(batch):
+            ids[i, :len(seq)] = torch.tensor(seq)
+            mask[i, :len(seq)] = 1
+            labels[i, n_prompt:len(seq)] = torch.tensor(seq[n_prompt:])  # learn the reply only
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    out_dir = Path(out_dir)
+    with atomic_path(out_dir, suffix="") as tmp:
+        tmp.unlink()
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+    return out_dir

@@ -1,0 +1,228 @@
+"""A tiny model trains for real: the trainer's training subset, confidences and gate; the
+no-gold guarantee; resume after ``kill -9``; whole-group scoring across two processes.
+
+The model is :func:`concord.rl.tiny.build_boxed_tiny_model` (300-token vocabulary, replies
+``The answer is \\boxed{d}``, d in 1..3), so every arm sees disagreeing groups and non-zero rewards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from concord.data import write_questions
+from concord.io import read_jsonl
+from concord.rl.batching import Layout, check_layout, gated_advantages, keep_mask
+from concord.rl.rewards import ConsensusReward
+from concord.rl.run import build_train_dataset, grpo_config, resolve_section
+from concord.rl.tiny import build_boxed_tiny_model
+
+pytestmark = pytest.mark.slow
+
+CONSENSUS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
+# Gold answers lie in the model's answer set, so some pseudo-labels are right and some wrong.
+QUESTIONS = [
+    {"id": f"q{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1), "level": 1, "subject": "arith",
+     "source": "test"}
+    for i in range(6)
+]
+TRAINING = {
+    "n_vote": 4, "n_train": 2, "prompts_per_step": 2, "learning_rate": 5e-3, "max_steps": 3,
+    "max_completion_length": 12, "gradient_checkpointing": False, "gpus": 0, "eval_every": 1, "val_questions": 2,
+    "val_k": 2, "val_max_new_tokens": 12, "save_every": 1, "warmup_ratio": 0.0, "lr_scheduler": "constant",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("rl")
+    model = build_boxed_tiny_model(root / "model")
+    write_questions(root / "questions.jsonl", QUESTIONS)
+    # Same questions and prompts, every gold answer wrong: must not change training one bit.
+    write_questions(root / "wrong_gold.jsonl", [{**q, "answer": "999"} for q in QUESTIONS])
+    return root, model
+
+
+def _trainer(model_dir, checkpoint_dir, arm, training=None):
+    from transformers import AutoTokenizer
+
+    from concord.rl.trainer import ConsensusGRPOTrainer
+
+    cfg = resolve_section("training", {**TRAINING, **(training or {})})
+    layout = check_layout(Layout(cfg["prompts_per_step"], cfg["n_vote"], cfg["n_train"]))
+    args = grpo_config(cfg, layout, checkpoint_dir=checkpoint_dir, seed=0, max_steps=cfg["max_steps"], on_gpu=False)
+    reward = ConsensusReward(arm, layout.n_vote, CONSENSUS)
+    tok = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
+    trainer = ConsensusGRPOTrainer(model=str(model_dir), args=args, processing_class=tok, consensus_reward=reward,
+                                   n_train=layout.n_train, train_dataset=build_train_dataset(QUESTIONS, "instruct", "math"))
+    return trainer, reward, layout
+
+
+def test_one_step_keeps_n_train_gates_advantages_and_scores_confidence(tiny, tmp_path):
+    _, model_dir = tiny
+    trainer, reward, layout = _trainer(model_dir, tmp_path / "ckpt", "core")
+    trainer.model.train()
+    batch = next(iter(trainer.get_train_dataloader()))
+    assert len(batch) == layout.generation_batch_size == 8 and "answer" not in batch[0]
+    out = trainer._generate_and_score_completions(batch)
+
+    scored = reward.last_batch
+    keep = keep_mask(8, 4, 2)
+    assert out["completion_ids"].shape[0] == out["prompt_ids"].shape[0] == 4  # 2 questions x n_train 2
+    assert [g.kept for g in scored.groups] == [[True, False, True, False]] * 2
+    gates = np.array([g.gate for g in scored.groups])
+    assert np.all((gates > 0) & (gates <= 1)), gates  # CoRE's cohesiveness gate is live
+    expected = gated_advantages(scored.rewards, scored.gates, 4, 2)[keep]
+    np.testing.assert_allclose(out["advantages"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert int(out["num_items_in_batch"]) == int(out["completion_mask"].sum())
+
+    # c_i: recompute the mean token log-probability of each kept roll-out with a plain forward pass.
+    model = trainer.model
+    ids = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
+    mask = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, -out["completion_ids"].size(1) - 1:-1]
+    lp = torch.log_softmax(logits.float(), -1).gather(-1, out["completion_ids"].unsqueeze(-1)).squeeze(-1)
+    cm = out["completion_mask"].float()
+    independent = ((lp * cm).sum(1) / cm.sum(1)).numpy()
+    logged = np.array([c for g in scored.groups for c, k in zip(g.confidences, g.kept) if k])
+    np.testing.assert_allclose(logged, independent, rtol=1e-4, atol=1e-4)
+
+    # The gate scales the question's loss: halving the advantages halves loss and gradient.
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop, outside of which we are
+
+    def loss_and_grad(scale):
+        model.zero_grad()
+        loss = trainer.compute_loss(model, {**out, "advantages": out["advantages"] * scale})
+        loss.backward()
+        grad = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]).clone()
+        return float(loss.detach()), grad
+
+    l1, g1 = loss_and_grad(1.0)
+    l2, g2 = loss_and_grad(0.5)
+    assert np.any(expected != 0) and abs(l1) > 0
+    assert l2 == pytest.approx(0.5 * l1, rel=1e-5)
+    torch.testing.assert_close(g2, 0.5 * g1, rtol=1e-4, atol=1e-7)
+
+
+# --------------------------------------------------------------------------- CLI runs
+def _cli(root, model_dir, questions, name, arm="core", training=None, launcher=None):
+    results = root / "results"
+    out = results / "train" / "tiny" / "synthetic" / arm / name
+    ckpt = results / ".cache" / "train" / name
+    cmd = [*(launcher or [sys.executable]), "-m", "concord", "train", "--model-dir", str(model_dir), "--questions",
+           str(questions), "--out", str(out), "--checkpoint-dir", str(ckpt), "--arm", arm, "--seed", "0",
+           "--training", json.dumps({**TRAINING, **(training or {})}), "--consensus", json.dumps(CONSENSUS),
+           "--evaluation", json.dumps({"temperature": 0.6, "top_p": 0.95}), "--task", "math", "--threads", "1"]
+    env = {**os.environ, "CONCORD_RESULTS_DIR": str(results), "OMP_NUM_THREADS": "1"}
+    return cmd, env, out, ckpt
+
+
+def _run(cmd, env, timeout=300):
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
+
+
+def _weights(out):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(out) / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def reference_run(tiny):
+    """An uninterrupted 3-step CoRE run with the true gold answers."""
+    root, model_dir = tiny
+    cmd, env, out, ckpt = _cli(root, model_dir, root / "questions.jsonl", "reference")
+    stderr = _run(cmd, env)
+    return out, ckpt, stderr
+
+
+def test_training_runs_and_logs_every_step(reference_run, tiny):
+    out, ckpt, stderr = reference_run
+    rows = read_jsonl(out / "log.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert all("val_pass_at_1" in r for r in rows)
+    for r in rows[1:]:
+        for key in ("loss", "reward", "label_accuracy", "reward_accuracy", "majority_ratio", "mean_gate"):
+            assert key in r, key
+    groups = read_jsonl(out / "groups.jsonl")
+    assert len(groups) == 3 * 2 and all(len(g["answers"]) == 4 for g in groups)
+    assert not any("gold" in g or "answer" in g for g in groups)
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["step"] == "train" and prov["resumed_from"] is None and prov["steps"] == 3
+    assert not ckpt.exists()  # checkpoints are dropped once the output is complete
+    # The policy moved: its weights differ from the starting model.
+    _, model_dir = tiny
+    start, end = _weights(model_dir), _weights(out)
+    assert any(not torch.equal(start[k], end[k]) for k in start)
+
+
+def test_gold_answers_never_reach_training(reference_run, tiny):
+    root, model_dir = tiny
+    cmd, env, out, _ = _cli(root, model_dir, root / "wrong_gold.jsonl", "wrong_gold")
+    _run(cmd, env)
+    ref_out = reference_run[0]
+    ref, wrong = _weights(ref_out), _weights(out)
+    assert ref.keys() == wrong.keys() and all(torch.equal(ref[k], wrong[k]) for k in ref)
+    assert read_jsonl(ref_out / "groups.jsonl") == read_jsonl(out / "groups.jsonl")
+    # ... while the gold-based diagnostics did see the difference.
+    ref_log, wrong_log = read_jsonl(ref_out / "log.jsonl"), read_jsonl(out / "log.jsonl")
+    assert all(r["rollout_accuracy"] == 0 and r["label_accuracy"] == 0 for r in wrong_log[1:])
+    assert any(r["rollout_accuracy"] > 0 for r in ref_log[1:])
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(reference_run, tiny):
+    root, model_dir = tiny
+    cmd, env, out, ckpt = _cli(root, model_dir, root / "questions.jsonl", "killed")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 240
+        while not (ckpt / "checkpoint-1" / "trainer_state.json").exists():
+            assert proc.poll() is None, "training ended before its first checkpoint"
+            assert time.time() < deadline, "no checkpoint within 240 s"
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # kill -9, mid-run
+        proc.wait()
+    assert not out.exists()
+    stderr = _run(cmd, env)
+    assert "resuming from" in stderr and "checkpoint-" in stderr
+    prov = json.loads((out / "provenance.json").read_text())
+    resumed_step = int(Path(prov["resumed_from"]).name.split("-")[1])
+    assert 1 <= resumed_step < 3
+    assert [r["step"] for r in read_jsonl(out / "log.jsonl")] == [0, 1, 2, 3]  # no step logged twice
+    # Resuming replays exactly what the uninterrupted run did.
+    ref, resumed = _weights(reference_run[0]), _weights(out)
+    assert all(torch.equal(ref[k], resumed[k]) for k in ref)
+    assert read_jsonl(reference_run[0] / "groups.jsonl") == read_jsonl(out / "groups.jsonl")
+
+
+def test_two_processes_score_groups_that_straddle_them_whole(tiny):
+    """3 prompts x 4 roll-outs over 2 processes: question 2's group is split 2 + 2 by TRL."""
+    root, model_dir = tiny
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29547"]
+    training = {"prompts_per_step": 3, "max_steps": 1, "eval_every": 0, "eval_at_start": False}
+    cmd, env, out, _ = _cli(root, model_dir, root / "questions.jsonl", "two_proc", arm="majority",
+                            training=training, launcher=launcher)
+    _run(cmd, env)
+    assert json.loads((out / "provenance.json").read_text())["num_processes"] == 2
+    groups = read_jsonl(out / "groups.jsonl")
+    assert len(groups) == 3
+    for g in groups:
+        assert len(g["answers"]) == len(g["rewards"]) == 4 and g["kept"] == [True, False, True, False]
+        # Majority over the whole group: reward 1 exactly for the label's class, across the split.
+        label_class = g["classes"][g["answers"].index(g["label"])]
+        assert g["rewards"] == [float(c == label_class) for c in g["classes"]]
+    assert len(read_jsonl(out / "log.jsonl")) == 1

@@ -1,0 +1,118 @@
+"""The real Snakemake DAG on a tiny config: a tiny model built by the workflow, a few questions,
+every stage run for real in a temporary directory; an interrupted run resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_config(results: str = "results", n_questions: int = 4) -> dict:
+    return {
+        "run_name": "tiny",
+        "results_dir": results,
+        "models": {"tiny": {"source": "tiny-random", "family": "Tiny", "prompt_style": "instruct"}},
+        "benchmarks": {"synthetic": {"source": "synthetic", "task": "math", "n_questions": n_questions, "seed": 0}},
+        "arms": ["majority", "ec", "cisc", "core"],
+        "seeds": [0],
+        "engine": {"backend": "hf", "dtype": "float32", "batch_size": 16},
+        "rollouts": {"n": 4, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 12, "chunk_questions": 1},
+        "consensus": {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200},
+        "analysis": {"n_values": [2, 4], "n_subsamples": 3},
+    }
+
+
+def snakemake(workdir: Path, config: dict, *targets: str, background: bool = False, extra=()):
+    cfg = workdir / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(cfg), "--cores", "2", "--rerun-incomplete", *extra, *targets]
+    if background:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
+    return proc
+
+
+def test_bad_config_is_rejected_with_the_key_named(tmp_path):
+    config = tiny_config()
+    config["rollouts"]["n"] = 0
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+         "--configfile", str(cfg), "-n"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    message = proc.stdout + proc.stderr
+    assert "On instance['rollouts']['n']" in message and "minimum" in message
+
+
+def test_core_stages_run_for_real(tmp_path):
+    snakemake(tmp_path, tiny_config(), "figure2", "appendix_h")
+    results = tmp_path / "results"
+    frame = pd.read_parquet(results / "rollouts/tiny/synthetic/seed0.parquet")
+    assert len(frame) == 4 * 4 and set(frame.rollout_idx) == {0, 1, 2, 3}
+    assert (frame.confidence < 0).all()
+    from concord.io import read_parquet_metadata
+
+    prov = read_parquet_metadata(results / "rollouts/tiny/synthetic/seed0.parquet")
+    assert prov["seed"] == 0 and prov["config"]["rollouts"]["n"] == 4 and prov["code_version"]
+    assert prov["inputs"]  # the questions file's hash
+    for suffix in ("png", "pdf"):
+        assert (results / f"figures/figure2/tiny_synthetic_seed0.{suffix}").stat().st_size > 1000
+    curve = pd.read_csv(results / "analysis/tiny/synthetic/seed0/label_accuracy.csv")
+    assert set(curve.method) == {"majority", "ec", "cisc", "core"} and set(curve.n) == {2, 4}
+    assert (results / "analysis/tiny/synthetic/recovery.json").is_file()
+    assert (results / "logs/rollouts/tiny/synthetic/seed0.log").is_file()
+    assert (results / "benchmarks/rollouts/tiny/synthetic/seed0.tsv").is_file()
+
+
+def test_interrupted_rollouts_resume_from_their_chunks(tmp_path):
+    config = tiny_config(n_questions=10)
+    config["rollouts"]["max_new_tokens"] = 24
+    target = "results/rollouts/tiny/synthetic/seed0.parquet"
+    cache = tmp_path / "results/.cache/rollouts/tiny/synthetic/seed0"
+    proc = snakemake(tmp_path, config, target, background=True)
+    deadline = time.time() + 600
+    while not (cache / "chunk00001.parquet").exists():
+        assert proc.poll() is None, proc.stdout.read()[-3000:]
+        assert time.time() < deadline, "no roll-out chunk appeared in time"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # kill -9 the whole job tree mid-run
+    proc.wait()
+    assert not (tmp_path / target).exists(), "the run finished before it could be interrupted"
+    first = (cache / "chunk00000.parquet").stat().st_mtime_ns
+
+    # A killed Snakemake leaves its lock behind; --unlock is the documented first step.
+    snakemake(tmp_path, config, extra=["--unlock"])
+    snakemake(tmp_path, config, target)
+    log = (tmp_path / "results/logs/rollouts/tiny/synthetic/seed0.log").read_text()
+    assert "reusing cached chunk" in log
+    assert (cache / "chunk00000.parquet").stat().st_mtime_ns == first  # not regenerated
+    resumed = pd.read_parquet(tmp_path / target)
+
+    # An uninterrupted run with the same seed gives the same roll-outs.
+    fresh = tmp_path / "results" / "fresh.parquet"
+    env = {**os.environ, "CONCORD_RESULTS_DIR": str(tmp_path / "results")}
+    subprocess.run(
+        [sys.executable, "-m", "concord", "rollouts", "--model-dir", str(tmp_path / "results/models/tiny"),
+         "--questions", str(tmp_path / "results/data/synthetic.jsonl"), "--out", str(fresh), "--seed", "0",
+         "--rollouts", '{"n": 4, "max_new_tokens": 24, "chunk_questions": 1}',
+         "--engine", '{"backend": "hf", "batch_size": 16, "dtype": "float32"}',
+         "--model-spec", '{"source": "tiny-random"}', "--threads", "2"],
+        check=True, env=env, cwd=tmp_path, capture_output=True, timeout=600,
+    )
+    pd.testing.assert_frame_equal(resumed, pd.read_parquet(fresh))
