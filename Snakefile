@@ -5,15 +5,15 @@ table and figure jobs. Rules are thin: each calls `python -m concord <command>`.
 """
 
 import os
+import shlex
 import sys
 
 from snakemake.utils import min_version, validate
 
-# The library lives in src/; jobs (local, conda or SLURM) import it from the checkout.
-sys.path.insert(0, os.path.join(workflow.basedir, "src"))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (os.path.join(workflow.basedir, "src"), os.environ.get("PYTHONPATH", "")) if p
-)
+# The library lives in src/: the workflow imports it from the checkout, and so does every job
+# (local, conda or SLURM), which also learns where the results tree (and its manifest) lives.
+SRC = os.path.join(workflow.basedir, "src")
+sys.path.insert(0, SRC)
 
 min_version("9.0")
 
@@ -29,6 +29,26 @@ validate(config, "config/schema.yaml")
 
 
 include: "rules/common.smk"
+include: "rules/scmoa_common.smk"
+
+
+# (Snakemake formats the prefix like a command: literal shell braces are doubled.)
+shell.prefix(
+    "set -euo pipefail; export PYTHONPATH="
+    + shlex.quote(SRC)
+    + "${{PYTHONPATH:+:$PYTHONPATH}} CONCORD_RESULTS_DIR="
+    + shlex.quote(RESULTS)
+    + "; "
+)
+
+
+wildcard_constraints:
+    model=alternatives(MODELS),
+    benchmark=alternatives(BENCHMARKS),
+    arm=alternatives(["base"] + ARMS),
+    seed=r"\d+",
+
+
 include: "rules/data.smk"
 include: "rules/rollouts.smk"
 include: "rules/analysis.smk"

@@ -1,10 +1,6 @@
 # Offline consensus analysis on stored roll-outs (no training): Figure 2 and Appendix H.
 
 
-def first_seed():
-    return SEEDS[0]
-
-
 rule label_accuracy:
     input:
         f"{RESULTS}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.parquet",

@@ -60,10 +60,12 @@ def _train_data(wildcards):
 
 
 def _train_overrides(wildcards):
-    training = dict(CODE_TTRL.get("training") or {})
+    # the `training` section, overridden by code.ttrl.training, with this run's budget
+    training = dict(_CODE_TRAINING)
     n = int(wildcards.nvote)
     training["n_vote"] = n
-    training["n_train"] = min(int(training.get("n_train", n)), n)
+    # the FMV paper's budget N is the group size; train on all of it unless code.ttrl says otherwise
+    training["n_train"] = min(int((CODE_TTRL.get("training") or {}).get("n_train", n)), n)
     return as_json(training)
 
 
@@ -296,6 +298,18 @@ rule code_figure2:
 # ------------------------------------------------------------------ TTRL (Tables 1 and 2)
 
 
+_CODE_TRAINING = {**(config.get("training") or {}), **(CODE_TTRL.get("training") or {})}
+_CODE_TRAIN_GPUS = int(_CODE_TRAINING.get("gpus", 8)) if ON_GPU else 0
+
+
+def _code_accelerate_config(wildcards, resources):
+    name = _CODE_TRAINING.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 \
+        else "config/accelerate/cpu.yaml"
+    return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
+
+
+# The same GRPO trainer as the math arms (accelerate launch: FSDP on GPU nodes, one CPU process
+# otherwise); checkpoints under CACHE so a killed job resumes.
 rule code_train:
     input:
         model=lambda wc: _code_model_dir(wc.cmodel),
@@ -306,19 +320,23 @@ rule code_train:
         training=_train_overrides,
         exec=as_json(CODE_EXEC),
         checkpoints=lambda wc: f"{CACHE}/code-train/{wc.cmodel}/{wc.cbench}/{wc.carm}-{wc.split}-n{wc.nvote}/seed{wc.seed}",
-    threads: int((CODE_TTRL.get("training") or {}).get("threads", 2))
+        accelerate_config=_code_accelerate_config,
+        num_processes=lambda wc, resources: max(1, resources.gpu),
+    threads: int(_CODE_TRAINING.get("threads", 2))
     log:
         f"{LOGS}/code/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.log",
     benchmark:
         f"{BENCH}/code/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.tsv"
     resources:
-        gpu=gpu_count(int((CODE_TTRL.get("training") or {}).get("gpus", 1)) or 1),
-        mem_mb=32000,
-        runtime=1440,
+        gpu=_CODE_TRAIN_GPUS,
+        mem_mb=(480000 if _CODE_TRAIN_GPUS else 8000),
+        runtime=(2880 if _CODE_TRAIN_GPUS else 60),
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-train --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
+        "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
+        " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
+        " -m concord code-train --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
         " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
         " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule code_train > {log:q} 2>&1"
 
@@ -336,11 +354,13 @@ def _exec_path(policy, evalset):
 
 
 def _table1_execs():
+    # Each policy samples once on the whole benchmark; the table splits its questions into the
+    # train and hold-out halves (the same draws as sampling each half on its own).
     out = {"base:train": _exec_path("base", "all"), "base:holdout": _exec_path("base", "all")}
     n = int(CODE_TTRL.get("table1_n_vote", 64))
     for arm in _TT_ARMS:
         for evalset in ("train", "holdout"):
-            out[f"{arm}:{evalset}"] = _exec_path(f"ttrl-{arm}-half-n{n}", evalset)
+            out[f"{arm}:{evalset}"] = _exec_path(f"ttrl-{arm}-half-n{n}", "all")
     return out
 
 

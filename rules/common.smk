@@ -1,12 +1,10 @@
-# Shared by every rule file: paths, wildcard constraints, JSON parameters, target lists.
+# Shared by all rule files -- paths, JSON parameters, target lists.
 import json
 import os
 import re
 from pathlib import Path
 
 RESULTS = config.get("results_dir", "results")
-# concord.audit.register() writes each artifact's manifest sidecar under this tree.
-os.environ["CONCORD_RESULTS_DIR"] = RESULTS
 LOGS = f"{RESULTS}/logs"
 BENCH = f"{RESULTS}/benchmarks"
 CACHE = f"{RESULTS}/.cache"  # resumable state, deliberately outside declared outputs
@@ -19,19 +17,13 @@ ENGINE = config.get("engine", {})
 ON_GPU = ENGINE.get("backend", "hf") == "vllm"
 
 
-def _alternatives(values):
-    return "|".join(re.escape(str(v)) for v in values)
-
-
-wildcard_constraints:
-    model=_alternatives(MODELS),
-    benchmark=_alternatives(BENCHMARKS),
-    arm=_alternatives(["base"] + ARMS),
-    seed=r"\d+",
-
-
 # Every rule file extends this list with its final targets; `rule all` requests them.
 ALL_TARGETS = []
+
+
+def alternatives(values):
+    """A wildcard constraint accepting exactly these values."""
+    return "|".join(re.escape(str(v)) for v in values)
 
 
 def as_json(obj):
@@ -53,6 +45,10 @@ def task_of(benchmark):
 
 def section(name, default=None):
     return config.get(name, {} if default is None else default)
+
+
+def first_seed():
+    return SEEDS[0]
 
 
 def gpu_count(n=1):

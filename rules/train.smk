@@ -36,7 +36,7 @@ rule train:
     output:
         directory(f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}"),
     wildcard_constraints:
-        arm=_alternatives(ARMS),
+        arm=alternatives(ARMS),
     params:
         training=as_json(TRAIN),
         consensus=as_json(section("consensus")),

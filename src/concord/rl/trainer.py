@@ -11,6 +11,10 @@ Three changes to the stock trainer, each at the narrowest hook TRL offers:
 3. ``_generate_and_score_completions`` -- after TRL has built the batch, keep only the
    ``n_train`` training roll-outs of each group, recompute their group-normalised advantages
    over the kept roll-outs, multiply by the group's gate w_q, and recount the loss normaliser.
+   For every clipped-surrogate loss TRL offers (grpo, bnpo, dr_grpo, dapo) the per-token loss is
+   -min(r A, clip(r) A), linear in A >= 0-scaling, so w_q scales that question's policy loss
+   exactly. With ``beta > 0`` the KL penalty toward the reference model is *not* gated: it
+   regularises every question alike.
 """
 
 from __future__ import annotations
