@@ -78,7 +78,9 @@ rule evaluate:
         engine=as_json(ENGINE),
         model_spec=model_spec,
         task=lambda wc: task_of(wc.benchmark),
-    threads: 2
+    # One thread per CPU job: two evaluations share a 2-core machine better than one with two
+    # OpenMP threads, which spin badly whenever the cores are contended.
+    threads: 4 if ON_GPU else 1
     log:
         f"{LOGS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.log",
     benchmark:

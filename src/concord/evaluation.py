@@ -60,7 +60,7 @@ def evaluate(
     prompt_style: str = "instruct",
     task: str = "math",
     arm: str = "base",
-    chunk_size: int = 8,
+    chunk_size: int | None = None,
     provenance_config: Mapping[str, Any] | None = None,
 ) -> dict:
     """Evaluate ``model_dir`` on ``questions_path`` with mean@k; write the JSON result atomically."""
@@ -83,6 +83,9 @@ def evaluate(
         max_new_tokens=int(ev["max_new_tokens"]), seed=int(seed),
     )
     eng = load_engine(backend, model_dir, **engine_cfg)
+    if chunk_size is None:
+        # As many questions per call as fill one engine batch of k samples each.
+        chunk_size = max(1, int(engine_cfg.get("batch_size", 32)) // params.n)
     t0 = time.time()
     per_question: list[dict] = []
     # Chunks keep memory bounded and show progress; each chunk gets its own derived seed so the

@@ -289,6 +289,11 @@ class TrainingMonitor(_callback_base()):
         if self.eval_every > 0 and (step % self.eval_every == 0 or step == self.max_steps):
             row.update(self._validate(step))
         self.row = row
+        if step >= self.max_steps:
+            # The final model is written to the output directly; a last checkpoint would only be
+            # deleted again (at 7B, minutes of I/O).
+            control.should_save = False
+        return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
