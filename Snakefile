@@ -30,6 +30,7 @@ validate(config, "config/schema.yaml")
 
 include: "rules/common.smk"
 include: "rules/scmoa_common.smk"
+include: "rules/code_common.smk"
 
 
 # (Snakemake formats the prefix like a command: literal shell braces are doubled.)
@@ -53,6 +54,7 @@ include: "rules/data.smk"
 include: "rules/rollouts.smk"
 include: "rules/analysis.smk"
 include: "rules/train.smk"
+include: "rules/code.smk"
 include: "rules/scmoa.smk"
 include: "rules/report.smk"
 include: "rules/audit.smk"

@@ -20,7 +20,6 @@ Three ways to run the identical workload, timed wall-clock, median of ``--repeat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess

@@ -11,68 +11,6 @@ an *evalset* is `all`, `train` or `holdout`. `CODE_TARGETS` lists the final outp
 added to ALL_TARGETS).
 """
 
-import shlex as _shlex
-
-shell_quote = _shlex.quote
-CODE = config.get("code") or {}
-CODE_ENABLED = bool(CODE.get("enabled", True))
-CODE_SPECS = CODE.get("models") or {m: config["models"][m] for m in MODELS}
-CODE_MODELS = list(CODE_SPECS)
-CODE_ONLY_MODELS = [m for m in CODE_MODELS if m not in config["models"]]
-CODE_BENCHMARKS = list((CODE.get("benchmarks") or {}).keys())
-CODE_SEEDS = [int(s) for s in CODE.get("seeds", [0])]
-CODE_EXEC = CODE.get("execution", {})
-CODE_TTRL = CODE.get("ttrl", {})
-CR = f"{RESULTS}/code"
-CODE_ENV = "../envs/code.yaml"
-CODE_WORKERS = CODE_EXEC.get("workers") or 2
-
-
-def _code_bench_spec(wildcards):
-    return as_json(CODE["benchmarks"][wildcards.cbench])
-
-
-def _code_model_dir(cmodel):
-    return f"{RESULTS}/models/{cmodel}"
-
-
-def _policy_model(wildcards):
-    """The model directory a policy generates with: the base model or a trained TTRL model."""
-    if wildcards.policy == "base":
-        return _code_model_dir(wildcards.cmodel)
-    _, arm, split, n = _parse_policy(wildcards.policy)
-    return f"{CR}/train/{wildcards.cmodel}/{wildcards.cbench}/{arm}-{split}-n{n}/seed{wildcards.seed}"
-
-
-def _parse_policy(policy):
-    # ttrl-{arm}-{half|full}-n{N}; arm itself may contain "_" but never "-"
-    kind, arm, split, n = policy.split("-")
-    return kind, arm, split, int(n[1:])
-
-
-def _evalset_data(wildcards):
-    suffix = "" if wildcards.evalset == "all" else f".{wildcards.evalset}"
-    return f"{CR}/data/{wildcards.cbench}{suffix}.jsonl"
-
-
-def _train_data(wildcards):
-    return f"{CR}/data/{wildcards.cbench}{'.train' if wildcards.split == 'half' else ''}.jsonl"
-
-
-def _train_overrides(wildcards):
-    # the `training` section, overridden by code.ttrl.training, with this run's budget
-    training = dict(_CODE_TRAINING)
-    n = int(wildcards.nvote)
-    training["n_vote"] = n
-    # the FMV paper's budget N is the group size; train on all of it unless code.ttrl says otherwise
-    training["n_train"] = min(int((CODE_TTRL.get("training") or {}).get("n_train", n)), n)
-    return as_json(training)
-
-
-def _judge_dir(wildcards):
-    judge = (CODE.get("gencluster") or {}).get("judge") or wildcards.cmodel
-    return _code_model_dir(judge)
-
 
 wildcard_constraints:
     cmodel="|".join(re.escape(m) for m in CODE_MODELS) or "^$",
@@ -225,18 +163,6 @@ rule code_gencluster:
         " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule code_gencluster > {log:q} 2>&1"
 
 
-def _analysis_inputs(wildcards):
-    base = f"{CR}/{{kind}}/{wildcards.cmodel}/{wildcards.cbench}/base/seed{wildcards.seed}/all.parquet"
-    out = {
-        "data": f"{CR}/data/{wildcards.cbench}.jsonl",
-        "exec": base.format(kind="exec"),
-        "candidates": base.format(kind="candidates"),
-    }
-    if (CODE.get("gencluster") or {}).get("enabled", True):
-        out["gencluster"] = f"{CR}/gencluster/{wildcards.cmodel}/{wildcards.cbench}/seed{wildcards.seed}.json"
-    return out
-
-
 rule code_analyze:
     input:
         unpack(_analysis_inputs),
@@ -259,10 +185,6 @@ rule code_analyze:
         "python -m concord code-analyze --data {input.data:q} --exec-table {input.exec:q}"
         " --candidates {input.candidates:q} {params.gencluster} --analysis {params.analysis:q}"
         " --seed {wildcards.seed} --out {output:q} --rule code_analyze > {log:q} 2>&1"
-
-
-def _code_label(cmodel):
-    return CODE_SPECS[cmodel].get("label") or (config.get("report") or {}).get("labels", {}).get(cmodel) or cmodel
 
 
 rule code_figure2:
@@ -298,16 +220,6 @@ rule code_figure2:
 # ------------------------------------------------------------------ TTRL (Tables 1 and 2)
 
 
-_CODE_TRAINING = {**(config.get("training") or {}), **(CODE_TTRL.get("training") or {})}
-_CODE_TRAIN_GPUS = int(_CODE_TRAINING.get("gpus", 8)) if ON_GPU else 0
-
-
-def _code_accelerate_config(wildcards, resources):
-    name = _CODE_TRAINING.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 \
-        else "config/accelerate/cpu.yaml"
-    return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
-
-
 # The same GRPO trainer as the math arms (accelerate launch: FSDP on GPU nodes, one CPU process
 # otherwise); checkpoints under CACHE so a killed job resumes.
 rule code_train:
@@ -339,42 +251,6 @@ rule code_train:
         " -m concord code-train --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
         " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
         " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule code_train > {log:q} 2>&1"
-
-
-_TT_MODEL = CODE_TTRL.get("model") or (CODE_MODELS[0] if CODE_MODELS else None)
-_TT_BENCH = CODE_TTRL.get("benchmark") or (CODE_BENCHMARKS[0] if CODE_BENCHMARKS else None)
-_TT_SEED = CODE_SEEDS[0]
-_TT_ARMS = list(CODE_TTRL.get("arms", ["fmv", "fmv_pointwise"]))
-_TT_LABELS = {"base": f"Base ({_code_label(_TT_MODEL)})" if _TT_MODEL else "Base",
-              "fmv": "+ FMV TTRL", "fmv_pointwise": "+ Pointwise-FMV TTRL"}
-
-
-def _exec_path(policy, evalset):
-    return f"{CR}/exec/{_TT_MODEL}/{_TT_BENCH}/{policy}/seed{_TT_SEED}/{evalset}.parquet"
-
-
-def _table1_execs():
-    # Each policy samples once on the whole benchmark; the table splits its questions into the
-    # train and hold-out halves (the same draws as sampling each half on its own).
-    out = {"base:train": _exec_path("base", "all"), "base:holdout": _exec_path("base", "all")}
-    n = int(CODE_TTRL.get("table1_n_vote", 64))
-    for arm in _TT_ARMS:
-        for evalset in ("train", "holdout"):
-            out[f"{arm}:{evalset}"] = _exec_path(f"ttrl-{arm}-half-n{n}", "all")
-    return out
-
-
-def _table2_execs():
-    out = {f"Base ({_code_label(_TT_MODEL)})": _exec_path("base", "all")}
-    for n in CODE_TTRL.get("table2_n_vote", [32, 128]):
-        for arm, name in (("fmv", "Joint"), ("fmv_pointwise", "Pointwise")):
-            if arm in _TT_ARMS:
-                out[f"+ {name} (N={n})"] = _exec_path(f"ttrl-{arm}-full-n{n}", "all")
-    return out
-
-
-def _pairs_args(mapping):
-    return " ".join(f"--exec {shell_quote(k + '=' + v)}" for k, v in mapping.items())
 
 
 rule code_table1:
@@ -426,17 +302,6 @@ rule code_table2:
         " --n-resamples {params.resamples} --out-stem {params.stem:q} --rule code_table2 > {log:q} 2>&1"
 
 
-def code_targets():
-    """The code experiments' final outputs: Figure 2 per benchmark, Tables 1 and 2."""
-    if not CODE_ENABLED or not CODE_MODELS or not CODE_BENCHMARKS:
-        return []
-    out = expand(f"{CR}/figures/{{cbench}}/figure2_{{side}}.png", cbench=CODE_BENCHMARKS, side=["left", "right"])
-    if CODE_TTRL.get("enabled", True) and _TT_ARMS:
-        out += [f"{CR}/tables/table1.csv", f"{CR}/tables/table2.csv"]
-    return out
-
-
-CODE_TARGETS = code_targets()
 ALL_TARGETS.extend(CODE_TARGETS)
 
 

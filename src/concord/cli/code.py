@@ -7,7 +7,6 @@ the rules (config sections). With ``--rule NAME`` the outputs are registered in 
 
 from __future__ import annotations
 
-import argparse
 import logging
 from pathlib import Path
 

@@ -192,7 +192,7 @@ def _text_streams(data: bytes, cap: int, strict: bool):
 
 def _input_fd(data: bytes) -> int:
     """A memory file holding the input, to stand in for file descriptor 0."""
-    fd = os.memfd_create("stdin", 0)
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC)  # children inherit only the dup on fd 0
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
