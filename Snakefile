@@ -31,6 +31,7 @@ validate(config, "config/schema.yaml")
 include: "rules/common.smk"
 include: "rules/scmoa_common.smk"
 include: "rules/code_common.smk"
+include: "rules/train_common.smk"
 
 
 # (Snakemake formats the prefix like a command: literal shell braces are doubled.)

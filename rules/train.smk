@@ -7,28 +7,6 @@
 # many processes through accelerate (FSDP or DeepSpeed config in config/accelerate/); on CPU it
 # is one process with config/accelerate/cpu.yaml -- the same code path.
 
-TRAIN = section("training")
-EVALUATION = section("evaluation")
-TRAIN_GPUS = int(TRAIN.get("gpus", 8)) if ON_GPU else 0
-CURVE_ARMS = ["majority", "core"]
-
-
-def accelerate_config(wildcards, resources):
-    name = TRAIN.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 else "config/accelerate/cpu.yaml"
-    return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
-
-
-def train_dir(model, benchmark, arm, seed):
-    return f"{RESULTS}/train/{model}/{benchmark}/{arm}/seed{seed}"
-
-
-def eval_model_dir(wildcards):
-    """What an evaluation reads: the base model, or the trained model of that arm and seed."""
-    if wildcards.arm == "base":
-        return f"{RESULTS}/models/{wildcards.model}"
-    return train_dir(wildcards.model, wildcards.benchmark, wildcards.arm, wildcards.seed)
-
-
 rule train:
     input:
         model=f"{RESULTS}/models/{{model}}",
@@ -98,12 +76,6 @@ rule evaluate:
         " --threads {threads} > {log:q} 2>&1"
 
 
-def figure3_inputs(wildcards=None):
-    return [
-        train_dir(m, b, a, s) for m in MODELS for b in BENCHMARKS for a in CURVE_ARMS for s in SEEDS
-    ]
-
-
 rule figure3:
     input:
         figure3_inputs(),
@@ -129,24 +101,6 @@ rule figure3:
     shell:
         "python -m concord figure3 --logs {input:q} --figure {output.png:q} --table {output.csv:q}"
         " --plateau-window {params.plateau_window} --labels {params.labels:q} > {log:q} 2>&1"
-
-
-def train_targets():
-    return [train_dir(m, b, a, s) for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
-
-
-def eval_targets():
-    return expand(
-        f"{RESULTS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.json",
-        model=MODELS, benchmark=BENCHMARKS, arm=["base"] + ARMS, seed=SEEDS,
-    )
-
-
-def figure3_targets():
-    """Figure 3 and its table, when the config trains both arms it compares."""
-    if not all(a in ARMS for a in CURVE_ARMS):
-        return []
-    return [f"{RESULTS}/figures/figure3.png", f"{RESULTS}/tables/figure3_steps_saved.csv"]
 
 
 ALL_TARGETS.extend(eval_targets() + figure3_targets())

@@ -8,7 +8,15 @@ import math
 import pytest
 import torch
 
-from concord.curves import figure3, first_step_reaching, load_curves, mean_curves, steps_saved, steps_saved_table
+from concord.curves import (
+    figure3,
+    first_step_reaching,
+    load_curves,
+    mean_curves,
+    parse_cells,
+    steps_saved,
+    steps_saved_table,
+)
 from concord.data import write_questions
 from concord.evaluation import evaluate, grade_samples, mean_at_k
 from concord.io import read_json, write_jsonl
@@ -122,3 +130,10 @@ def test_figure3_command_writes_figure_and_tables(tmp_path, monkeypatch):
         figure3([d for d in dirs if "/core/" not in str(d)], figure=fig, table=table)
     with pytest.raises(ValueError, match="not a training log"):
         load_curves([tmp_path / "elsewhere" / "log.jsonl"])
+
+
+def test_figure3_cells_are_checked_against_the_config():
+    assert parse_cells([], ["m1", "m2"], ["b"]) == [("m1", "b"), ("m2", "b")]
+    assert parse_cells(["m2/b"], ["m1", "m2"], ["b"]) == [("m2", "b")]
+    with pytest.raises(ValueError, match="'m3/b' is not a configured"):
+        parse_cells(["m3/b"], ["m1", "m2"], ["b"])

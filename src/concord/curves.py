@@ -42,6 +42,17 @@ def parse_log_path(path: str | Path) -> dict:
     return info
 
 
+def parse_cells(cells: Sequence[str], models: Sequence[str], benchmarks: Sequence[str]) -> list[tuple[str, str]]:
+    """Figure 3 panels from ``model/benchmark`` strings; empty means every model x benchmark."""
+    out = []
+    for cell in cells:
+        model, _, bench = cell.partition("/")
+        if model not in models or bench not in benchmarks:
+            raise ValueError(f"training.figure3_cells: {cell!r} is not a configured model/benchmark pair")
+        out.append((model, bench))
+    return out or [(m, b) for m in models for b in benchmarks]
+
+
 def load_curves(paths: Iterable[str | Path]) -> pd.DataFrame:
     """One row per validation point: model, benchmark, arm, seed, step, val_pass_at_1."""
     from concord.io import read_jsonl
@@ -127,8 +138,13 @@ def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str,
 
     labels = dict(labels or {})
     cells = list(table[["model", "benchmark"]].itertuples(index=False, name=None))
-    fig, axes = new_figure(3.4 * len(cells), 2.8, ncols=len(cells), squeeze=False)
-    for ax, (model, bench) in zip(axes[0], cells):
+    ncols = min(3, len(cells))
+    nrows = math.ceil(len(cells) / ncols)
+    fig, axes = new_figure(3.4 * ncols, 2.8 * nrows, ncols=ncols, nrows=nrows, squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(cells):]:
+        ax.set_visible(False)
+    for ax, (model, bench) in zip(flat, cells):
         sub = curves[(curves["model"] == model) & (curves["benchmark"] == bench)]
         for arm in CURVE_ARMS:
             c = sub[sub["arm"] == arm].sort_values("step")
@@ -143,7 +159,7 @@ def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str,
         ax.set_title(f"{labels.get(model, model)} / {labels.get(bench, bench)}\n{note}")
         ax.set_xlabel("training step")
         ax.set_ylabel("validation pass@1 (%)")
-    axes[0][0].legend(loc="lower right")
+    flat[0].legend(loc="lower right")
     return fig
 
 

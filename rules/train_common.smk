@@ -1,0 +1,51 @@
+# Variables, input/param functions and target lists of the training rules (rules/train.smk).
+
+TRAIN = section("training")
+EVALUATION = section("evaluation")
+TRAIN_GPUS = int(TRAIN.get("gpus", 8)) if ON_GPU else 0
+CURVE_ARMS = ["majority", "core"]
+
+
+def accelerate_config(wildcards, resources):
+    name = TRAIN.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 else "config/accelerate/cpu.yaml"
+    return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
+
+
+def train_dir(model, benchmark, arm, seed):
+    return f"{RESULTS}/train/{model}/{benchmark}/{arm}/seed{seed}"
+
+
+def eval_model_dir(wildcards):
+    """What an evaluation reads: the base model, or the trained model of that arm and seed."""
+    if wildcards.arm == "base":
+        return f"{RESULTS}/models/{wildcards.model}"
+    return train_dir(wildcards.model, wildcards.benchmark, wildcards.arm, wildcards.seed)
+
+
+def figure3_cells():
+    """(model, benchmark) panels of Figure 3: training.figure3_cells, else every pair."""
+    from concord.curves import parse_cells
+
+    return parse_cells(TRAIN.get("figure3_cells") or [], MODELS, BENCHMARKS)
+
+
+def figure3_inputs(wildcards=None):
+    return [train_dir(m, b, a, s) for m, b in figure3_cells() for a in CURVE_ARMS for s in SEEDS]
+
+
+def train_targets():
+    return [train_dir(m, b, a, s) for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
+
+
+def eval_targets():
+    return expand(
+        f"{RESULTS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.json",
+        model=MODELS, benchmark=BENCHMARKS, arm=["base"] + ARMS, seed=SEEDS,
+    )
+
+
+def figure3_targets():
+    """Figure 3 and its table, when the config trains both arms it compares."""
+    if not all(a in ARMS for a in CURVE_ARMS):
+        return []
+    return [f"{RESULTS}/figures/figure3.png", f"{RESULTS}/tables/figure3_steps_saved.csv"]
