@@ -53,10 +53,13 @@ def test_scmoa_with_the_real_model_keeps_its_invariants_and_caches(engine, tmp_p
             assert rec["proposals_post"][i]["text"] == rec["proposals_pre"][i]["text"]
     assert rec["calls"]["refine"] == 3 - pre["k_max"]
     assert rec["override"] == (rec["aggregate"]["score"] < rec["best_score"])
-    misses = chat.misses
+    # Identical calls within one run (e.g. two paraphrase slots falling back to the same question)
+    # are served from the cache already, so the rerun hits once per call of the first run.
+    calls = chat.misses + chat.hits
+    assert chat.misses >= 1
     again = CachedChat(EngineChat(engine), tmp_path / "cache", model_name="model", defaults=SAMPLING)
     second = run_scmoa("What is 3 + 4?", again, n=3, k=2, task="qa")
-    assert again.misses == 0 and again.hits == misses
+    assert again.misses == 0 and again.hits == calls
     assert json.dumps(second.record, sort_keys=True) == json.dumps(rec, sort_keys=True)
 
 
