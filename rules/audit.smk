@@ -1,13 +1,31 @@
-"""The run manifest: every successful run merges the per-artifact records into results/manifest.json.
+"""The run manifest (concord.audit): every job registers its outputs' content hashes (`audited()` in
+rules/common.smk); after every successful run the handler below merges them with Snakemake's own
+metadata (rule, code, params = config subset, input set, software env) into results/manifest.json,
+on the submitting host (cluster jobs run with --no-hooks, so it runs once).
 
-Jobs record their outputs as they finish: commands call concord.audit.register, or a rule appends
-concord.audit.register_command(...) to its shell command. When the whole run succeeds, the handler
-below writes the manifest on the submitting host (cluster jobs run with --no-hooks, so it runs once).
-Verify a tree with `python -m concord audit verify results`.
+    snakemake audit                                   # re-plan with this config and verify the tree
+    python -m concord audit verify results            # the same, with distinct exit codes (README)
+
 """
+
+import json as _audit_json
+
+from concord import audit as _audit
+
+_AUDIT_RESULTS = config.get("results_dir", "results")
+
+
+rule audit:
+    """Verify the results tree against its manifest and the workflow as configured now."""
+    localrule: True
+    params:
+        config=lambda wildcards: _audit_json.dumps(config, sort_keys=True, default=str),
+        snakefile=workflow.main_snakefile,
+        results=_AUDIT_RESULTS,
+    shell:
+        "python -m concord audit verify {params.results:q} --snakefile {params.snakefile:q}"
+        " --config-json {params.config:q}"
 
 
 onsuccess:
-    from concord import audit as _audit
-
-    _audit.write_manifest(config.get("results_dir", "results"), config=config)
+    _audit.record_from_workflow(workflow, config, _AUDIT_RESULTS)

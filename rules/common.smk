@@ -54,3 +54,11 @@ def first_seed():
 def gpu_count(n=1):
     """GPUs a job asks for: only when the engine runs on GPUs (vLLM), else a CPU job."""
     return n if ON_GPU else 0
+
+
+def audited(command):
+    """A rule's shell command followed by the registration of the job's outputs in the run
+    manifest (content hashes; rules/audit.smk checks that every rule uses it)."""
+    from concord.audit import register_command
+
+    return command + register_command(RESULTS)

@@ -1,4 +1,5 @@
-"""The run manifest: register, record, verify -- and tampering is caught."""
+"""The run manifest: register (job time), record (with Snakemake's metadata), verify -- and
+tampering, config edits and removed intermediates are told apart, exactly."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from concord import audit, io, provenance
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = {"models": {"m": 1}, "rollouts": {"n": 8}, "consensus": {"tau": 0.25}, "report": {"decimals": 1}}
 
 
 @pytest.fixture()
@@ -25,50 +26,48 @@ def tree(tmp_path, monkeypatch):
     provenance.code_version.cache_clear()  # an earlier test may have cached the git version
     r = Path("results")
     io.write_text(r / "data/bench.jsonl", '{"id": 1}\n')
+    audit.register([r / "data/bench.jsonl"], rule="data")
     io.write_text(Path("config.yaml"), "n: 8\n")  # an input outside the results tree
     io.write_text(r / "models/m/config.json", "{}")
     io.write_text(r / "models/m/weights.bin", "0123")
-    audit.register([r / "models/m"], rule="model", inputs=[], config={"models": CONFIG["models"]})
+    audit.register([r / "models/m"], rule="model")
     io.write_text(r / "rollouts/m/bench/seed0.parquet", "rows")
     audit.register([r / "rollouts/m/bench/seed0.parquet"], rule="rollout",
-                   inputs=[r / "data/bench.jsonl", r / "models/m", "config.yaml"],
-                   config={"rollouts": CONFIG["rollouts"]}, conda_env=None)
+                   inputs=[r / "data/bench.jsonl", r / "models/m", "config.yaml"])
     io.write_json(r / "eval/m/bench/core/seed0.json", {"pass_at_1": 0.5})
-    audit.register([r / "eval/m/bench/core/seed0.json"], rule="evaluate",
-                   inputs=[r / "rollouts/m/bench/seed0.parquet"], config={"consensus": CONFIG["consensus"]})
+    audit.register([r / "eval/m/bench/core/seed0.json"], rule="evaluate", inputs=[r / "rollouts/m/bench/seed0.parquet"])
     io.write_text(r / "tables/table1.csv", "a,b\n")
     io.write_text(r / "tables/table1.md", "| a |\n")
     audit.register([r / "tables/table1.csv", r / "tables/table1.md"], rule="table1",
-                   inputs=[r / "eval/m/bench/core/seed0.json"], config={"report": CONFIG["report"]})
-    audit.write_manifest(r, config=CONFIG)
+                   inputs=[r / "eval/m/bench/core/seed0.json"])
+    audit.write_manifest(r, config={"n": 8})
     yield r
     provenance.code_version.cache_clear()
 
 
 def test_clean_tree_verifies(tree):
     report = audit.verify(tree)
-    assert report.ok, report.format()
-    # data/bench.jsonl has no sidecar: recorded with its hash and rule null.
+    assert report.ok and report.exit_code() == audit.EXIT_OK, report.format()
     manifest = io.read_json(tree / "manifest.json")
     assert set(manifest["artifacts"]) == {
         "data/bench.jsonl", "models/m", "rollouts/m/bench/seed0.parquet", "eval/m/bench/core/seed0.json",
         "tables/table1.csv", "tables/table1.md",
     }
     assert report.checked == 6 and report.untracked == []
-    assert manifest["artifacts"]["data/bench.jsonl"]["rule"] is None
     roll = manifest["artifacts"]["rollouts/m/bench/seed0.parquet"]
     assert roll["rule"] == "rollout" and roll["code_version"] == "test-version"
     assert [i["root"] for i in roll["inputs"]] == ["results", "results", "workdir"]
-    assert roll["config_sections"] == ["rollouts"]
+    assert roll["env"]["python"] and len(roll["env"]["packages_sha256"]) == 64
+    assert roll["params"] is None and roll["snakemake_metadata"] is False  # registered outside Snakemake
 
 
 def test_tampered_file_is_modified_and_dependents_stale(tree):
     (tree / "eval/m/bench/core/seed0.json").write_text('{"pass_at_1": 0.9}\n')
     report = audit.verify(tree)
-    assert not report.ok
     assert report.modified == ["eval/m/bench/core/seed0.json"]
     assert set(report.stale) == {"tables/table1.csv", "tables/table1.md"}
     assert "input eval/m/bench/core/seed0.json changed" in report.stale["tables/table1.csv"]
+    assert report.exit_code() == audit.EXIT_MODIFIED
 
 
 def test_changed_upstream_input_propagates_downstream(tree):
@@ -83,12 +82,27 @@ def test_changed_upstream_input_propagates_downstream(tree):
     assert "tables/table1.csv" in report.stale
 
 
-def test_file_inside_a_directory_artifact(tree):
+def test_directory_hash_ignores_snakemakes_timestamp_but_not_content(tree):
+    # Snakemake writes .snakemake_timestamp into a directory output after the job registered it.
+    (tree / "models/m/.snakemake_timestamp").write_text("")
+    assert audit.verify(tree).ok
     (tree / "models/m/weights.bin").write_text("9999")
     report = audit.verify(tree)
     assert report.modified == ["models/m"]
     assert "rollouts/m/bench/seed0.parquet" in report.stale
     assert report.untracked == []  # files of a registered directory are covered by it
+
+
+def test_input_hash_is_reused_only_while_the_input_is_untouched(tree, monkeypatch):
+    calls = []
+    real = provenance.sha256_path
+    monkeypatch.setattr(provenance, "sha256_path", lambda p: calls.append(Path(p).name) or real(p))
+    io.write_text(tree / "eval/x.json", "{}")
+    audit.register([tree / "eval/x.json"], rule="x", inputs=[tree / "models/m"])
+    assert calls == ["x.json"]  # the model directory's recorded hash was reused
+    os.utime(tree / "models/m/weights.bin", ns=(1, 1))
+    audit.register([tree / "eval/x.json"], rule="x", inputs=[tree / "models/m"])
+    assert "m" in calls
 
 
 def test_missing_artifact_and_missing_input(tree):
@@ -97,26 +111,29 @@ def test_missing_artifact_and_missing_input(tree):
     report = audit.verify(tree)
     assert report.missing == ["tables/table1.md"]
     assert report.stale["rollouts/m/bench/seed0.parquet"] == ["input workdir:config.yaml is gone"]
+    assert report.exit_code() == audit.EXIT_MODIFIED
 
 
-def test_config_change_makes_only_readers_of_that_section_stale(tree):
-    report = audit.verify(tree, config={**CONFIG, "consensus": {"tau": 0.5}})
-    assert set(report.stale) == {"eval/m/bench/core/seed0.json", "tables/table1.csv", "tables/table1.md"}
-    assert report.stale["eval/m/bench/core/seed0.json"] == ["config changed (sections: consensus)"]
-    assert audit.verify(tree, config={**CONFIG, "scmoa": {"anything": 1}}).ok
-
-
-def test_stale_against_the_manifests_own_config(tree):
-    # The last recorded run used a different report section than table1 was built with.
-    audit.write_manifest(tree, config={**CONFIG, "report": {"decimals": 2}})
+def test_removed_intermediate_is_not_missing(tree):
+    facts = audit.WorkflowFacts(temp_patterns=[r"results/models/(?P<model>[^/]+)"])
+    audit.write_manifest(tree, facts=facts)
+    shutil.rmtree(tree / "models/m")
     report = audit.verify(tree)
-    assert set(report.stale) == {"tables/table1.csv", "tables/table1.md"}
+    assert report.ok, report.format()
+    assert report.intermediate == ["models/m"] and report.missing == []
+    entry = io.read_json(tree / "manifest.json")["artifacts"]["models/m"]
+    assert entry["intermediate"] and len(entry["sha256"]) == 64  # its hash stays on record
+    # Without the temp() flag the same removal is a missing artifact.
+    audit.write_manifest(tree)
+    assert audit.verify(tree).missing == ["models/m"]
 
 
 def test_untracked_files_are_listed(tree):
     io.write_text(tree / "figures/extra.png", "x")
+    io.write_text(tree / "logs/rule/x.log", "diagnostics are not artifacts")
     report = audit.verify(tree)
     assert report.ok and report.untracked == ["figures/extra.png"]
+    assert report.exit_code(strict=True) == audit.EXIT_UNTRACKED
 
 
 def test_copied_tree_still_verifies(tree, tmp_path):
@@ -138,13 +155,11 @@ def test_register_errors_name_the_problem(tree):
         audit.verify(tree / "models")
 
 
-def test_conda_env_is_recorded(tree, monkeypatch):
-    io.write_text(Path("envs/analysis.yaml"), "dependencies: [python=3.11.7]\n")
-    monkeypatch.setenv("CONDA_PREFIX", "/opt/envs/abc")
-    (sidecar,) = audit.register([tree / "tables/table1.csv"], rule="table1", conda_env="envs/analysis.yaml")
-    conda = io.read_json(sidecar)["conda_env"]
-    assert conda["file"] == "envs/analysis.yaml" and conda["prefix"] == "/opt/envs/abc"
-    assert len(conda["sha256"]) == 64
+def test_params_change_is_described_by_config_key():
+    old = ["'{\"n\": 8, \"temperature\": 1.0}'", "'synthetic'"]
+    new = ["'{\"n\": 4, \"temperature\": 1.0}'", "'synthetic'"]
+    assert audit.describe_params_change(old, new) == "n: 8 -> 4"
+    assert audit.describe_params_change(["'a'"], ["'b'"]) == '(value): "a" -> "b"'
 
 
 def _cli(*args, cwd) -> subprocess.CompletedProcess:
@@ -158,27 +173,147 @@ def test_cli_register_record_verify_and_tamper(tmp_path):
     io.write_text(r / "eval/m/b/core/seed0.json", '{"pass_at_1": 0.25}\n')
     io.write_text(r / "tables/table1.csv", "x\n")
     proc = _cli("audit", "register", "--rule", "table1", "--outputs", "results/tables/table1.csv",
-                "--inputs", "results/eval/m/b/core/seed0.json", "--config-json", json.dumps({"report": {}}),
-                cwd=tmp_path)
+                "--inputs", "results/eval/m/b/core/seed0.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert _cli("audit", "record", "results", "--config-json", json.dumps({"report": {}}), cwd=tmp_path).returncode == 0
+    assert _cli("audit", "record", "results", cwd=tmp_path).returncode == 0
     proc = _cli("audit", "verify", "results", cwd=tmp_path)
-    assert proc.returncode == 0 and "0 missing, 0 modified, 0 stale" in proc.stdout
+    assert proc.returncode == 0 and "0 missing, 0 modified, 0 stale" in proc.stdout, proc.stdout + proc.stderr
 
-    (r / "eval/m/b/core/seed0.json").write_text('{"pass_at_1": 0.99}\n')  # tamper
+    (r / "tables/table1.csv").write_text("y\n")  # tamper
     proc = _cli("audit", "verify", "results", "--json", cwd=tmp_path)
-    assert proc.returncode == 1
-    result = json.loads(proc.stdout)
-    assert result["modified"] == ["eval/m/b/core/seed0.json"] and list(result["stale"]) == ["tables/table1.csv"]
+    assert proc.returncode == audit.EXIT_MODIFIED
+    assert json.loads(proc.stdout)["modified"] == ["tables/table1.csv"]
 
-    io.write_text(r / "eval/m/b/core/seed0.json", '{"pass_at_1": 0.25}\n')  # restore
+    io.write_text(r / "tables/table1.csv", "x\n")  # restore
     io.write_text(r / "notes.txt", "hand-written\n")
     assert _cli("audit", "verify", "results", cwd=tmp_path).returncode == 0
     proc = _cli("audit", "verify", "results", "--strict", cwd=tmp_path)
-    assert proc.returncode == 1 and "UNTRACKED notes.txt" in proc.stdout
+    assert proc.returncode == audit.EXIT_UNTRACKED and "UNTRACKED notes.txt" in proc.stdout
 
     proc = _cli("audit", "verify", "nowhere", cwd=tmp_path)
-    assert proc.returncode == 2 and "no manifest" in proc.stderr
+    assert proc.returncode == audit.EXIT_CANNOT_VERIFY and "no manifest" in proc.stderr
+
+
+# ------------------------------------------------------------------ a real (tiny) Snakemake run
+
+TINY_WORKFLOW = """
+import json
+from concord.audit import register_command
+
+configfile: "config.yaml"
+RESULTS = "results"
+
+
+def audited(command):
+    return command + register_command(RESULTS)
+
+
+def intermediate(path):
+    return path if config.get("keep_models") else temp(path)
+
+
+rule all:
+    input: "results/tables/t.csv"
+    default_target: True
+
+rule source:
+    output: "results/data/d.txt"
+    params: a=lambda wc: json.dumps(config["a"])
+    shell: audited("echo {params.a:q} > {output:q}")
+
+rule model:
+    input: "results/data/d.txt"
+    output: intermediate(directory("results/models/m"))
+    shell: audited("mkdir -p {output} && cp {input} {output}/w.bin")
+
+rule consume:
+    input: model="results/models/m", data="results/data/d.txt"
+    output: "results/eval/e.json"
+    shell: audited("cat {input.model}/w.bin {input.data} > {output:q}")
+
+rule table:
+    input: "results/eval/e.json"
+    output: "results/tables/t.csv"
+    params: b=lambda wc: json.dumps(config["b"])
+    shell: audited("cat {input:q} > {output:q} && echo {params.b:q} >> {output:q}")
+
+include: "RULES/audit.smk"
+"""
+
+
+def _snakemake(*args, cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _tiny(tmp_path, **config) -> Path:
+    (tmp_path / "Snakefile").write_text(TINY_WORKFLOW.replace("RULES", str(REPO / "rules")))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"a": {"x": 1}, "b": {"y": 2}, **config}))
+    proc = _snakemake("-c1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return tmp_path / "results"
+
+
+def _verify(tmp_path) -> tuple[int, dict]:
+    proc = _cli("audit", "verify", "results", "--json", cwd=tmp_path)
+    assert proc.returncode != audit.EXIT_CANNOT_VERIFY, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+def test_snakemake_run_verifies_clean_then_tamper_and_config_edit_are_exact(tmp_path):
+    results = _tiny(tmp_path)
+    manifest = io.read_json(results / "manifest.json")["artifacts"]
+    # Snakemake's own record of every output is in the manifest, next to the content hashes.
+    assert {p: e["rule"] for p, e in manifest.items()} == {
+        "data/d.txt": "source", "models/m": "model", "eval/e.json": "consume", "tables/t.csv": "table"}
+    assert manifest["tables/t.csv"]["params"] == [repr(json.dumps({"y": 2}))]
+    assert manifest["eval/e.json"]["input_set"] == ["results/data/d.txt", "results/models/m"]
+    assert all(e["snakemake_metadata"] and len(e["code_sha256"]) == 64 for e in manifest.values())
+    # The trained-model stand-in is temp(): removed after use, still on record, not missing.
+    assert not (results / "models/m").exists() and manifest["models/m"]["intermediate"]
+    code, found = _verify(tmp_path)
+    assert code == audit.EXIT_OK and found["intermediate"] == ["models/m"] and found["planned"], found
+
+    # One changed byte: that file is modified, what was built from it stale, exit 4.
+    original = (results / "eval/e.json").read_bytes()
+    (results / "eval/e.json").write_bytes(b"Z" + original[1:])
+    code, found = _verify(tmp_path)
+    assert code == audit.EXIT_MODIFIED
+    assert found["modified"] == ["eval/e.json"] and list(found["stale"]) == ["tables/t.csv"]
+    (results / "eval/e.json").write_bytes(original)
+
+    # One config value: stale exactly the rule whose params carry it, and what is downstream.
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"a": {"x": 1}, "b": {"y": 3}}))
+    code, found = _verify(tmp_path)
+    assert code == audit.EXIT_STALE and found["modified"] == [] and found["missing"] == []
+    assert found["stale"] == {"tables/t.csv": ["config changed (y: 2 -> 3)"]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"a": {"x": 7}, "b": {"y": 2}}))
+    code, found = _verify(tmp_path)
+    assert code == audit.EXIT_STALE
+    assert found["stale"]["data/d.txt"] == ["config changed (x: 1 -> 7)"]
+    assert set(found["stale"]) == {"data/d.txt", "models/m", "eval/e.json", "tables/t.csv"}
+
+    # The same check as a Snakemake target: fails on the edited config, passes on the original.
+    proc = _snakemake("-c1", "audit", cwd=tmp_path)
+    assert proc.returncode != 0 and "STALE     data/d.txt: config changed (x: 1 -> 7)" in proc.stdout + proc.stderr
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"a": {"x": 1}, "b": {"y": 2}}))
+    proc = _snakemake("-c1", "audit", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_kept_models_are_directories_hashed_like_at_registration(tmp_path):
+    results = _tiny(tmp_path, keep_models=True)
+    assert (results / "models/m/.snakemake_timestamp").is_file()  # Snakemake wrote it after the job
+    code, found = _verify(tmp_path)
+    assert code == audit.EXIT_OK and found["intermediate"] == [] and found["modified"] == [], found
+    (results / "models/m/w.bin").write_text("changed")
+    code, found = _verify(tmp_path)
+    assert code == audit.EXIT_MODIFIED and found["modified"] == ["models/m"]
+    assert set(found["stale"]) == {"eval/e.json", "tables/t.csv"}
 
 
 # ------------------------------------------------------------------ a real Snakemake run
@@ -201,7 +336,7 @@ rule fake_results:
     input: "seed.txt"
     output: {outputs}
     log: "results/logs/fake_results.log"
-    shell: "python make_fake.py {{output}} 2> {{log}} && " + register_command("fake_results", "{repo}/envs/analysis.yaml")
+    shell: "python make_fake.py {{output}} 2> {{log}}" + register_command("results")
 '''
 
 MAKE_FAKE = '''
@@ -284,7 +419,7 @@ def test_workflow_targets_manifest_report_and_tamper(tmp_path):
     # Tamper with one evaluation: the manifest check names it and everything built from it.
     (results / "eval/m1/math_l4/core/seed0.json").write_text('{"pass_at_1": 1.0}')
     proc = _cli("audit", "verify", "results", "--json", cwd=tmp_path)
-    assert proc.returncode == 1
+    assert proc.returncode == audit.EXIT_MODIFIED
     found = json.loads(proc.stdout)
     assert found["modified"] == ["eval/m1/math_l4/core/seed0.json"]
     assert {"tables/table1.csv", "figures/figure5a.png", "figures/figure5b.png"} <= set(found["stale"])

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,18 +29,54 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+# Snakemake touches this file inside every directory output *after* the job has finished (it
+# carries the directory's mtime); it is bookkeeping, not content, so no hash includes it.
+SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
+
+
+def _directory_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.name != SNAKEMAKE_TIMESTAMP)
+
+
 def sha256_path(path: str | os.PathLike) -> str:
-    """Hash a file, or a directory as the sorted list of (relative name, file hash)."""
+    """Hash a file, or a directory as the sorted list of (relative name, file hash).
+
+    The same function hashes a directory when a job registers it and when ``audit verify``
+    checks it, so the two agree exactly (Snakemake's ``.snakemake_timestamp`` is left out).
+    """
     path = Path(path)
     if path.is_file():
         return sha256_file(path)
     if path.is_dir():
         digest = hashlib.sha256()
-        for child in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(str(child.relative_to(path)).encode())
+        for child in _directory_files(path):
+            digest.update(child.relative_to(path).as_posix().encode())
             digest.update(sha256_file(child).encode())
         return digest.hexdigest()
     raise FileNotFoundError(f"cannot hash missing path: {path}")
+
+
+def size_of(path: str | os.PathLike) -> int:
+    """Bytes of a file, or of every file in a directory (as hashed)."""
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in _directory_files(path))
+
+
+def stat_signature(path: str | os.PathLike) -> str:
+    """A cheap fingerprint (names, sizes, mtimes) of a file or directory.
+
+    Only to decide whether an input's recorded sha256 may be reused instead of re-reading a
+    large model directory in every downstream job; verification always re-hashes content.
+    """
+    path = Path(path)
+    files = [path] if path.is_file() else _directory_files(path)
+    digest = hashlib.sha256()
+    for child in files:
+        st = child.stat()
+        digest.update(f"{child.relative_to(path).as_posix() if child != path else ''}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def config_hash(config: Any) -> str:
@@ -61,6 +98,23 @@ def code_version() -> str:
         return f"{concord.__version__}+g{out.stdout.strip()}"
     except (OSError, subprocess.SubprocessError):
         return concord.__version__
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> dict:
+    """The software environment a job ran in: interpreter, prefix, and a hash of every installed
+    distribution (name==version), so two jobs that ran under different package sets differ."""
+    from importlib import metadata
+
+    packages = sorted({f"{d.metadata['Name']}=={d.version}".lower() for d in metadata.distributions()
+                       if d.metadata["Name"]})
+    return {
+        "python": platform.python_version(),
+        "prefix": sys.prefix,
+        "conda_prefix": os.environ.get("CONDA_PREFIX"),
+        "packages": len(packages),
+        "packages_sha256": hashlib.sha256("\n".join(packages).encode()).hexdigest(),
+    }
 
 
 def record(

@@ -16,12 +16,14 @@ def json_arg(text: str) -> Any:
 
 
 def register_outputs(outputs, *, rule: str, inputs=(), config=None) -> None:
-    """Record produced files in the results manifest when the audit module is available."""
-    try:
-        from concord.audit import register
-    except ImportError:  # pragma: no cover - audit is part of the package
-        return
-    register([str(p) for p in outputs], rule=rule, inputs=[str(p) for p in inputs], config=config)
+    """Record produced files' content hashes in the results manifest.
+
+    Transitional: every rule's command now ends with the registration (``audited()`` in
+    rules/common.smk), and the config subset comes from Snakemake's params, so ``config`` is
+    not recorded here."""
+    from concord.audit import register
+
+    register([str(p) for p in outputs], rule=rule, inputs=[str(p) for p in inputs])
 
 
 def ensure_parent(path: str | Path) -> Path:

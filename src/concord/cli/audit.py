@@ -1,9 +1,12 @@
-"""`python -m concord audit register|record|verify`: the run manifest.
+"""`python -m concord audit register|record|verify`: the run manifest (see concord.audit).
 
-* ``audit register --rule R --outputs ... [--inputs ...]`` -- record outputs' sidecars (for
-  rules whose command does not call :func:`concord.audit.register` itself).
-* ``audit record [results]`` -- merge sidecars into ``results/manifest.json``.
-* ``audit verify [results]`` -- report missing, modified and stale artifacts; exit 1 if any.
+* ``audit register --rule R --outputs ... [--inputs ...]`` -- a job's content hashes (every
+  rule's command ends with it: ``audited()`` in rules/common.smk).
+* ``audit record [results]`` -- merge the sidecars with Snakemake's metadata into
+  ``results/manifest.json`` (the workflow's ``onsuccess`` does this after every run).
+* ``audit verify [results]`` -- re-hash the tree and, when a Snakefile is at hand, re-plan the
+  workflow with the current config; report missing, modified, stale artifacts. Exit codes:
+  0 clean, 2 cannot verify, 3 stale only, 4 missing or modified, 5 untracked (``--strict``).
 """
 
 from __future__ import annotations
@@ -11,88 +14,130 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
-
-from concord.cli.report import DEFAULT_SCHEMA, load_config
-
-
-def _optional_config(args: argparse.Namespace):
-    if getattr(args, "config_json", None) is not None:
-        try:
-            return json.loads(args.config_json)
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"--config-json is not valid JSON: {exc.msg}") from None
-    if getattr(args, "config", None) is not None:
-        return load_config(args.config, args.schema)
-    return None
-
-
-def _config_args(parser: argparse.ArgumentParser, help_suffix: str) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--config-json", help=f"config (or the sections read) as JSON; {help_suffix}")
-    group.add_argument("--config", type=Path, help=f"config YAML (validated, defaults filled); {help_suffix}")
-    parser.add_argument("--schema", type=Path, default=DEFAULT_SCHEMA, help="config schema for --config")
 
 
 def run_register(args: argparse.Namespace) -> int:
     from concord import audit
 
-    written = audit.register(
-        args.outputs,
-        rule=args.rule,
-        inputs=args.inputs,
-        config=_optional_config(args),
-        conda_env=args.conda_env,
-        results_dir=args.results,
-    )
-    print(f"registered {len(written)} artifact(s) of rule {args.rule}", file=sys.stderr)
+    written = audit.register(args.outputs, rule=args.rule, inputs=args.inputs, results_dir=args.results)
+    print(f"audit: registered {len(written)} output(s) of rule {args.rule}", file=sys.stderr)
     return 0
+
+
+def _snakefile(args: argparse.Namespace) -> Path | None:
+    if args.no_plan:
+        return None
+    if args.snakefile is not None:
+        return args.snakefile
+    default = Path("Snakefile")
+    return default if default.is_file() else None
+
+
+def _facts_from_snakefile(snakefile: Path, results: Path, configfiles) -> "object":
+    """Snakemake's metadata for the registered outputs and the rules' temp()/conda facts,
+    read through a planned workflow (the same objects the onsuccess handler has)."""
+    from concord import audit
+    from snakemake.persistence.file import FilePersistence
+
+    targets = audit.sidecar_targets(results)
+    # Rules (temp flags, conda env files) come from the Snakefile; records from .snakemake/.
+    api_plan_rules = _load_rules(snakefile, configfiles)
+    temp_patterns, conda_envs = audit._rule_facts(api_plan_rules)
+    persistence = FilePersistence(nolock=True, path=Path(".snakemake").resolve())
+    return audit.WorkflowFacts(audit._read_records(persistence, targets), temp_patterns, conda_envs)
+
+
+def _load_rules(snakefile: Path, configfiles):
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, Quietness, ResourceSettings
+
+    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+        wf_api = api.workflow(resource_settings=ResourceSettings(cores=1),
+                              config_settings=ConfigSettings(configfiles=[Path(c).resolve() for c in configfiles]),
+                              snakefile=snakefile.resolve(), workdir=Path.cwd())
+        return list(wf_api._workflow.rules)
 
 
 def run_record(args: argparse.Namespace) -> int:
     from concord import audit
 
-    path = audit.write_manifest(args.results, config=_optional_config(args))
-    print(f"wrote {path}", file=sys.stderr)
+    config = json.loads(args.config_json) if args.config_json else None
+    snakefile = _snakefile(args)
+    try:
+        facts = _facts_from_snakefile(snakefile, args.results, args.configfile) if snakefile else None
+        path = audit.write_manifest(args.results, config=config, facts=facts)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"audit record: {exc}", file=sys.stderr)
+        return audit.EXIT_CANNOT_VERIFY
+    print(f"audit: wrote {path}", file=sys.stderr)
     return 0
+
+
+def _config_file_from_json(text: str) -> Path:
+    """The effective config of a running workflow (`snakemake audit`) as a file to plan with."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--config-json is not valid JSON: {exc.msg}") from None
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="concord-audit-config-", delete=False)
+    with handle:
+        json.dump(config, handle)
+    return Path(handle.name)
 
 
 def run_verify(args: argparse.Namespace) -> int:
     from concord import audit
 
+    snakefile = _snakefile(args)
+    configfiles = list(args.configfile)
     try:
-        report = audit.verify(args.results, manifest_path=args.manifest, config=_optional_config(args))
-    except (FileNotFoundError, ValueError) as exc:
+        if args.config_json:
+            configfiles.append(_config_file_from_json(args.config_json))
+        plan = audit.plan(snakefile, configfiles=configfiles, targets=args.targets) if snakefile else None
+        report = audit.verify(args.results, manifest_path=args.manifest, plan=plan)
+    except (FileNotFoundError, ValueError, audit.PlanError) as exc:
         print(f"audit verify: {exc}", file=sys.stderr)
-        return 2
+        return audit.EXIT_CANNOT_VERIFY
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.format())
-    if not report.ok or (args.strict and report.untracked):
-        return 1
-    return 0
+    return report.exit_code(strict=args.strict)
+
+
+def _plan_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--snakefile", type=Path, help="workflow to re-plan with (default: ./Snakefile if present)")
+    parser.add_argument("--configfile", type=Path, nargs="+", default=[],
+                        help="config file(s) to plan with, as for snakemake (default: the embedded one)")
+    parser.add_argument("--config-json", help="the full effective config as JSON (what `snakemake audit` passes)")
+    parser.add_argument("--no-plan", action="store_true",
+                        help="manifest only: check content and inputs, not config/code changes")
 
 
 def register(subparsers) -> None:
+    from concord.audit import EXIT_CODES
+
     parser = subparsers.add_parser("audit", help="run manifest: register, record and verify artifacts")
     sub = parser.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
-    reg = sub.add_parser("register", help="record outputs (sha256 + provenance) in their manifest sidecars")
+    reg = sub.add_parser("register", help="record a job's outputs (sha256, inputs' sha256, env) in sidecars")
     reg.add_argument("--rule", required=True, help="producing rule (Snakemake: {rule})")
     reg.add_argument("--outputs", nargs="+", required=True, type=Path)
     reg.add_argument("--inputs", nargs="*", default=[], type=Path)
-    reg.add_argument("--conda-env", help="the rule's conda env file")
     reg.add_argument("--results", type=Path, default=Path("results"))
-    _config_args(reg, "hash recorded for staleness checks")
     reg.set_defaults(func=run_register)
 
-    rec = sub.add_parser("record", help="merge sidecars into <results>/manifest.json")
+    rec = sub.add_parser("record", help="merge sidecars and Snakemake's metadata into <results>/manifest.json")
     rec.add_argument("results", nargs="?", type=Path, default=Path("results"))
-    _config_args(rec, "stored as the run's config")
+    _plan_args(rec)
     rec.set_defaults(func=run_record)
 
-    ver = sub.add_parser("verify", help="check a results tree against its manifest (exit 1 on problems)")
+    codes = "; ".join(f"{k}: {v}" for k, v in EXIT_CODES.items())
+    ver = sub.add_parser("verify", help="check a results tree against its manifest and the current workflow",
+                         description=f"Exit codes -- {codes}.")
     ver.add_argument("results", nargs="?", type=Path, default=Path("results"))
     ver.add_argument("--manifest", type=Path, help="manifest file (default: <results>/manifest.json)")
     ver.add_argument("--json", action="store_true", help="print the report as JSON")
-    ver.add_argument("--strict", action="store_true", help="also fail on untracked files")
-    _config_args(ver, "judge staleness against it (default: the manifest's config)")
+    ver.add_argument("--strict", action="store_true", help="also fail (exit 5) on untracked files")
+    ver.add_argument("--targets", nargs="*", default=[], help="plan only these targets (default: rule all)")
+    _plan_args(ver)
     ver.set_defaults(func=run_verify)

@@ -62,8 +62,6 @@ def _register(outputs, inputs, args, config: dict, default_rule: str) -> None:
         outputs,
         rule=args.rule or default_rule,
         inputs=inputs,
-        config=_sections(config),
-        conda_env=args.conda_env,
         results_dir=args.results,
     )
 
