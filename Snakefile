@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 # The library lives in src/: the workflow imports it from the checkout, and so does every job
 # (local, conda or SLURM), which also learns where the results tree (and its manifest) lives.
@@ -25,7 +25,15 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config/config.yaml")
 
 
-validate(config, "config/schema.yaml")
+# Fail the plan (also `snakemake -n`) in a few lines: a schema error names the key, the rule it
+# broke and what is allowed; a config path that does not exist is named before any job starts.
+from concord import preflight
+
+try:
+    preflight.validate_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
+    preflight.check_paths(config)
+except preflight.ConfigError as _config_error:
+    raise WorkflowError(str(_config_error)) from None
 
 
 include: "rules/common.smk"
