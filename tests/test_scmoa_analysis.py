@@ -26,7 +26,7 @@ def test_transition_matrix_counts_and_validates():
     t = analysis.transition_matrix([3, 3, 5, 2], [4, 3, 5, 5], n=5)
     assert t.loc[3, 4] == 1 and t.loc[3, 3] == 1 and t.loc[5, 5] == 1 and t.loc[2, 5] == 1
     assert int(t.to_numpy().sum()) == 4
-    with pytest.raises(ValueError, match="1..5"):
+    with pytest.raises(ValueError, match="0..5"):
         analysis.transition_matrix([6], [1], n=5)
 
 

@@ -115,3 +115,79 @@ def test_humaneval_gz_and_questions_file(tmp_path):
     assert loaders.load("questions", qfile)[0]["task"] == "qa"
     with pytest.raises(ValueError, match="unknown benchmark format"):
         loaders.load("mmlu", qfile)
+
+
+def _bbh_release(root, drop=()):
+    """The 27 BBH task files with the release's example counts (6,511 examples; synthetic text)."""
+    root.mkdir(exist_ok=True)
+    for task, size in loaders.BBH_TASK_SIZES.items():
+        if task in drop:
+            continue
+        examples = [{"input": f"{task} question {i}", "target": f"({'ABCD'[i % 4]})"} for i in range(size)]
+        (root / f"{task}.json").write_text(json.dumps({"canary": "x", "examples": examples}))
+    return root
+
+
+def test_bbh_subsets_have_the_papers_sizes(tmp_path):
+    assert sum(loaders.BBH_TASK_SIZES.values()) == 6511 and len(loaders.BBH_TASK_SIZES) == 27
+    root = _bbh_release(tmp_path / "bbh")
+    bbh3 = loaders.load("bbh", root, subset="bbh3")
+    loaders.check_count(bbh3, loaders.PAPER_COUNTS["bbh3"], "bbh", root)
+    assert len(bbh3) == 296
+    per_task = {t: sum(r["subject"] == t for r in bbh3) for t in {r["subject"] for r in bbh3}}
+    assert per_task == {"date_understanding": 100, "disambiguation_qa": 100, "penguins_in_a_table": 96}
+    full = loaders.load("bbh", root, subset="bbh_full")
+    assert len(full) == loaders.PAPER_COUNTS["bbh_full"] == 2561 and len({r["subject"] for r in full}) == 27
+    # Seeded: the same seed draws the same problems (ids keep the index in the task file), another seed others.
+    assert [r["id"] for r in loaders.load("bbh", root, subset="bbh3")] == [r["id"] for r in bbh3]
+    assert [r["id"] for r in loaders.load("bbh", root, subset="bbh3", seed=1)] != [r["id"] for r in bbh3]
+    assert all(r["prompt"] == f"{r['subject']} question {r['id'].rsplit('-', 1)[1]}" for r in bbh3)
+    with pytest.raises(ValueError, match="gave 2561 questions; the paper's benchmark has 296"):
+        loaders.check_count(full, 296, "bbh", root)
+
+
+def test_bbh_subset_names_a_missing_task_or_an_unknown_subset(tmp_path):
+    root = _bbh_release(tmp_path / "bbh", drop=("penguins_in_a_table",))
+    with pytest.raises(ValueError, match="needs task 'penguins_in_a_table'"):
+        loaders.load("bbh", root, subset="bbh3")
+    with pytest.raises(ValueError, match="unknown BBH subset 'bbh4'"):
+        loaders.load("bbh", root, subset="bbh4")
+
+
+def _lcb_row(qid, platform, date, difficulty="hard"):
+    tests = json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}])
+    return {"question_id": qid, "question_content": f"Problem {qid}", "platform": platform, "contest_date": date,
+            "difficulty": difficulty, "public_test_cases": tests, "private_test_cases": tests, "metadata": "{}"}
+
+
+def test_lcb_hard_window_keeps_the_papers_171_problems(tmp_path):
+    """A release-like file: 129 AtCoder and 42 LeetCode hard problems inside the window
+    (September 2024 to April 2025), plus problems the window must drop."""
+    rows = [_lcb_row(f"abc{i}", "atcoder", f"2024-{9 + i % 4:02d}-{1 + i % 28:02d}T12:00:00") for i in range(129)]
+    rows += [_lcb_row(f"lc{i}", "leetcode", f"2025-{1 + i % 4:02d}-{1 + i % 28:02d}T00:00:00") for i in range(42)]
+    rows += [_lcb_row("early", "atcoder", "2024-08-31T23:00:00"), _lcb_row("late", "leetcode", "2025-05-01T00:00:00"),
+             _lcb_row("medium", "atcoder", "2024-10-10T00:00:00", difficulty="medium")]
+    path = tmp_path / "test6.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    window = loaders.LCB_HARD_WINDOW
+    kept = loaders.load("livecodebench", path, **window)
+    loaders.check_count(kept, loaders.PAPER_COUNTS["lcb_hard"], "livecodebench", path)
+    assert sum(q["subject"] == "atcoder" for q in kept) == 129 and sum(q["subject"] == "leetcode" for q in kept) == 42
+    assert {"early", "late", "medium"}.isdisjoint(q["id"] for q in kept)
+    assert min(q["contest_date"] for q in kept) >= "2024-09-01"
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(json.dumps(r) + "\n" for r in rows[1:]))
+    with pytest.raises(ValueError, match="gave 170 questions; the paper's benchmark has 171"):
+        loaders.check_count(loaders.load("livecodebench", short, **window), 171, "livecodebench", short)
+
+
+def test_scmoa_data_command_checks_the_expected_count(tmp_path):
+    from concord.cli import main as cli_main
+
+    root = _bbh_release(tmp_path / "bbh")
+    out = tmp_path / "bbh3.jsonl"
+    base = ["scmoa-data", "--format", "bbh", "--input", str(root), "--subset", "bbh3", "--out", str(out)]
+    assert cli_main(base + ["--expected-count", "296"]) == 0
+    assert len(out.read_text().splitlines()) == 296
+    with pytest.raises(ValueError, match="gave 296 questions; the paper's benchmark has 300"):
+        cli_main(base + ["--expected-count", "300"])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from concord.chat import CachedChat, FunctionChat
+from concord.chat import CachedChat, Completion, FunctionChat
 from concord.scmoa import prompts, run_scmoa
 from concord.scmoa.pipeline import cluster, representative, select_override
 
@@ -24,11 +24,15 @@ class Agents:
     ``aggregate``: the aggregator's reply.
     """
 
-    def __init__(self, answers, refine=None, aggregate="The proposals agree.\nAnswer: 42"):
+    def __init__(self, answers, refine=None, aggregate="The proposals agree.\nAnswer: 42", reasoning=False):
         self.answers = answers
         self.refine = refine or {}
         self.aggregate = aggregate
+        self.reasoning = reasoning  # reply like a reasoning model: a reasoning channel beside the text
         self.kinds: list[str] = []
+
+    def _reply(self, text, thought):
+        return Completion(text=text, reasoning=thought, reasoning_field="reasoning_content") if self.reasoning else text
 
     def __call__(self, messages, sampling):
         system = messages[0]["content"] if messages[0]["role"] == "system" else ""
@@ -41,16 +45,18 @@ class Agents:
             self.kinds.append("refine")
             agent = int(re.search(r"I am agent (\d+)", user).group(1))
             value = self.refine.get(agent)
-            return f"I am agent {agent}. On reflection I IMPROVE my reasoning." + (f"\nAnswer: {value}" if value else "")
+            return self._reply(f"I am agent {agent}. On reflection I IMPROVE my reasoning." + (f"\nAnswer: {value}" if value else ""),
+                               f"REFINER {agent} THINKS")
         if system.startswith("You are a senior problem-solver"):
             self.kinds.append("aggregate")
-            return self.aggregate
+            return self._reply(self.aggregate, "AGGREGATOR THINKS")
         self.kinds.append("propose")
         agent = int(re.search(r"Version (\d+)", user).group(1)) - 1 if "Version" in user else 0
         tag = re.search(r"sample variant: scmoa-para\d+-(\d+)", user)
         choice = self.answers[agent]
         value = choice[int(tag.group(1))] if isinstance(choice, list) else choice
-        return f"I am agent {agent}. Rows times apples per row.\nAnswer: {value}"
+        answer = f"\nAnswer: {value}" if value is not None else ""
+        return self._reply(f"I am agent {agent}. Rows times apples per row.{answer}", f"AGENT {agent} THINKS: 6*7")
 
 
 def _run(agents, n=5, k=1, **kw):
@@ -100,15 +106,77 @@ def test_aggregator_is_called_even_at_unanimous_consensus():
     assert result.answer == "43" and result.record["override"] is False
 
 
-def test_override_fires_exactly_when_the_aggregate_scores_below_the_best_proposal():
+def test_override_never_fires_on_qa():
+    """Section 4 / Appendix N: every QA answer scores 1.0, so the override never fires -- not
+    even when the aggregate carries no parseable answer (the problem then counts as unanswered)."""
     no_answer = Agents(["42", "42", "41"], aggregate="I cannot decide.")
     result, _ = _run(no_answer, n=3)
     assert result.record["aggregate"]["score"] == 0.0 and result.record["best_score"] == 1.0
-    assert result.record["override"] is True and result.record["final_source"] == "override"
-    assert result.answer == "42"  # the best proposal, taken from the post-refinement majority
+    assert result.record["override"] is False and result.record["final_source"] == "aggregate"
+    assert result.answer is None
     answered = Agents(["42", "42", "41"], aggregate="Answer: 41")
     result, _ = _run(answered, n=3)
     assert result.record["override"] is False and result.answer == "41"
+
+
+def test_reasoning_traces_reach_the_refiners_and_the_aggregator():
+    """A reasoning model's reasoning channel is part of every trace the refiners and the
+    aggregator read, and the record keeps it (proposals, refinements, aggregate)."""
+    agents = Agents(["42", "42", "42", "41", "40"], refine={3: "42", 4: "40"}, reasoning=True)
+    result, chat = _run(agents)
+    refine_calls = [c for c in chat.calls if "reviewing your answer" in c[0]["content"]]
+    user = refine_calls[0][1]["content"]
+    assert "<YOUR_PROPOSAL quality=0.20, intra_agreement=1.00>\n<REASONING>\nAGENT 3 THINKS: 6*7\n</REASONING>\nI am agent 3." in user
+    assert "<MAJORITY_APPROACH quality=0.60, support=3/5>\n<REASONING>\nAGENT 0 THINKS: 6*7\n</REASONING>" in user
+    agg_user = chat.calls[-1][-1]["content"]
+    for agent in range(3):  # the frozen majority: its proposal traces
+        assert f"<REASONING>\nAGENT {agent} THINKS: 6*7\n</REASONING>\nI am agent {agent}." in agg_user
+    for agent in (3, 4):  # the refined minorities: their refinement traces
+        assert f"<REASONING>\nREFINER {agent} THINKS\n</REASONING>\nI am agent {agent}. On reflection" in agg_user
+    rec = result.record
+    assert [p["reasoning"] for p in rec["proposals_pre"]] == [f"AGENT {i} THINKS: 6*7" for i in range(5)]
+    assert rec["proposals_pre"][0]["samples"][0]["reasoning"] == "AGENT 0 THINKS: 6*7"
+    assert [r["reasoning"] for r in rec["refinement"]] == ["REFINER 3 THINKS", "REFINER 4 THINKS"]
+    assert rec["aggregate"]["reasoning"] == "AGGREGATOR THINKS"
+    assert rec["usage"]["propose"]["with_reasoning"] == 5 and rec["usage"]["aggregate"]["calls"] == 1
+
+
+def test_a_proposal_without_an_answer_never_anchors():
+    # Every cluster is a singleton: the earliest *answered* proposal is the majority, not agent 0.
+    agents = Agents([None, None, "41", "40", "42"], refine={0: "41", 1: None, 3: "41", 4: "42"})
+    result, chat = _run(agents)
+    rec = result.record
+    assert rec["clusters_pre"]["majority"] == rec["clusters_pre"]["labels"][2] and rec["vote_pre"] == "41"
+    refine_calls = [c for c in chat.calls if "reviewing your answer" in c[0]["content"]]
+    assert all("<MAJORITY_APPROACH quality=0.20, support=1/5>\nI am agent 2." in c[1]["content"] for c in refine_calls)
+    assert sorted(r["index"] for r in rec["refinement"]) == [0, 1, 3, 4]
+    # No proposal answers at all: no anchor, no refinement, consensus 0 -- and still one aggregation.
+    silent = Agents([None] * 3, aggregate="Answer: 42")
+    result, _ = _run(silent, n=3)
+    rec = result.record
+    assert rec["clusters_pre"]["majority"] is None and rec["clusters_pre"]["k_max"] == 0
+    assert rec["vote_pre"] is None and rec["refinement"] == [] and "refine" not in silent.kinds
+    assert silent.kinds.count("aggregate") == 1 and result.answer == "42"
+
+
+def test_qa_clustering_is_j6_string_match_by_default():
+    from concord.scmoa.tasks import QATask
+
+    payloads = ["(B)", "b", " B ", "1/2", "0.5"]
+    assert QATask().group(payloads) == [0, 1, 1, 2, 3]  # lower-cased, stripped: nothing else merges
+    merged = QATask(clustering="equivalence").group(payloads)
+    assert merged[0] == merged[1] == merged[2] and merged[3] == merged[4]
+    with pytest.raises(ValueError, match="clustering must be one of"):
+        QATask(clustering="fuzzy")
+
+
+def test_synthesis_without_refinement_aggregates_the_pre_refinement_proposals():
+    agents = Agents(["42", "42", "42", "41", "40"])
+    result, chat = _run(agents, refine=False)
+    assert "refine" not in agents.kinds and result.record["refined"] is False
+    agg_user = chat.calls[-1][-1]["content"]
+    assert "No refinement step was run" in agg_user and "Post-refinement" not in agg_user
+    assert result.record["calls"]["refine"] == 0
 
 
 def test_best_of_k_with_variant_tags_and_intra_agreement():

@@ -23,8 +23,11 @@ DEFAULT_SETTINGS = {
     "n": 5, "k": 2, "k_sweep": [], "methods": ["cot", "sc", "moa", "self_moa"], "sc_k": 10, "moa_n": 4,
     "self_moa_k": 6, "gate_thresholds": [0.6, 1.0], "perturbation": "paraphrase", "max_paraphrase_attempts": 3,
     "sampling": {"temperature": 0.0, "max_tokens": 512}, "code": {"timeout_s": 6.0, "memory_mb": 1024},
-    "n_resamples": 10000, "seed": 0,
+    "n_resamples": 10000, "seed": 0, "qa_clustering": "string", "section3": False, "views": [],
+    "trace_chars": None, "roles": {}, "on_error": "fail",
 }
+#: Keys of the section that say where questions and models come from, not how methods run.
+_PLACEMENT_KEYS = {"benchmarks", "limit", "chat", "setups", "endpoints", "models", "server"}
 
 
 def settings_from(text: str | None) -> dict:
@@ -34,9 +37,9 @@ def settings_from(text: str | None) -> dict:
         raise SystemExit(f"--settings is not valid JSON: {exc.msg}") from None
     if not isinstance(given, dict):
         raise SystemExit("--settings must be a JSON object")
-    unknown = set(given) - set(DEFAULT_SETTINGS) - {"benchmarks", "limit", "chat"}
+    unknown = set(given) - set(DEFAULT_SETTINGS) - _PLACEMENT_KEYS
     if unknown:
-        raise SystemExit(f"--settings has unknown key(s) {sorted(unknown)}")
+        raise SystemExit(f"--settings has unknown key(s) {sorted(unknown)}; known: {sorted(DEFAULT_SETTINGS)}")
     return {**DEFAULT_SETTINGS, **given}
 
 
@@ -49,6 +52,8 @@ def _data(args: argparse.Namespace) -> int:
         options = {"start_date": args.start_date, "end_date": args.end_date}
     if args.format == "humaneval":
         options = {"n_public": args.public_asserts}
+    if args.format == "bbh":
+        options = {"subset": args.subset, "seed": args.seed}
     if args.input is not None:
         rows = loaders.load(args.format, args.input, **options)
     elif args.format == "humaneval":
@@ -59,7 +64,10 @@ def _data(args: argparse.Namespace) -> int:
         raise SystemExit(f"--input is required for format {args.format}")
     if args.limit:
         rows = rows[: args.limit]
-    prov = provenance.record(step="scmoa-data", config={"format": args.format, "limit": args.limit},
+    if args.expected_count is not None:
+        loaders.check_count(rows, args.expected_count, args.format, args.input)
+    prov = provenance.record(step="scmoa-data", config={"format": args.format, "limit": args.limit,
+                                                        "subset": args.subset, "expected_count": args.expected_count},
                              seed=args.seed, inputs=[args.input] if args.input else [])
     io.write_jsonl(args.out, rows)
     io.write_json(Path(f"{args.out}.provenance.json"), prov)
@@ -67,24 +75,46 @@ def _data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _chat(args: argparse.Namespace, settings: dict):
-    from concord.chat import CachedChat, EngineChat, OpenAIChat
+def _endpoint_chat(key: str, spec: dict, cache_root: Path, sampling: dict):
+    from concord.chat import CachedChat, OpenAIChat
 
-    if args.base_url:
-        if not args.model:
-            raise SystemExit("--base-url needs --model (the served model's name)")
-        inner = OpenAIChat(args.base_url, args.model, concurrency=args.concurrency, timeout_s=args.timeout)
-    elif args.model_path:
-        from concord.engines import load_engine
+    for field in ("base_url", "model"):
+        if not spec.get(field):
+            raise SystemExit(f"endpoint {key!r} needs {field!r} (scmoa.endpoints.{key}.{field} in the config)")
+    inner = OpenAIChat(spec["base_url"], spec["model"], api_key_env=spec.get("api_key_env", "OPENAI_API_KEY"),
+                       concurrency=int(spec.get("concurrency", 8)), timeout_s=float(spec.get("timeout_s", 300)),
+                       max_retries=int(spec.get("max_retries", 5)), extra_body=spec.get("extra_body"))
+    # Cache keys carry the model's key (not its URL), so moving the server keeps the cache.
+    return CachedChat(inner, cache_root / key, model_name=key, defaults=sampling,
+                      expect_reasoning=bool(spec.get("expect_reasoning", False)))
 
-        engine = load_engine(args.engine, args.model_path, batch_size=args.batch_size, threads=args.threads,
-                             progress=False)
-        inner = EngineChat(engine)
-    else:
-        raise SystemExit("give a back-end: --model-path (in-process engine) or --base-url (OpenAI-compatible server)")
-    # Cache keys carry the model's name, not its local path, so a moved checkout reuses the cache.
-    name = args.model or Path(args.model_path).name
-    return CachedChat(inner, args.cache_dir, model_name=name, defaults=settings["sampling"])
+
+def _chats(args: argparse.Namespace, settings: dict) -> dict:
+    """The chat of every model key the run needs: the proposer ``args.model`` and the roles."""
+    from concord.chat import CachedChat, EngineChat
+
+    endpoints = json.loads(args.endpoints) if args.endpoints else {}
+    if args.base_url:  # one endpoint given on the command line
+        endpoints.setdefault(args.model, {"base_url": args.base_url, "model": args.served_name or args.model,
+                                          "concurrency": args.concurrency, "timeout_s": args.timeout})
+    if not args.model:
+        raise SystemExit("--model is required (the model key: names the cache and the endpoint)")
+    keys = [args.model] + [k for k in (settings.get("roles") or {}).values() if k]
+    chats = {}
+    for key in dict.fromkeys(keys):
+        if key in endpoints:
+            chats[key] = _endpoint_chat(key, endpoints[key], args.cache_dir, settings["sampling"])
+        elif key == args.model and args.model_path:
+            from concord.engines import load_engine
+
+            engine = load_engine(args.engine, args.model_path, batch_size=args.batch_size, threads=args.threads,
+                                 progress=False)
+            chats[key] = CachedChat(EngineChat(engine), args.cache_dir / key, model_name=key,
+                                    defaults=settings["sampling"])
+        else:
+            raise SystemExit(f"no back-end for model {key!r}: give --model-path (in-process engine) or an "
+                             f"endpoint for it (scmoa.endpoints.{key}: base_url, model)")
+    return chats
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -96,17 +126,33 @@ def _run(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions)
     if args.limit:
         questions = questions[: args.limit]
-    chat = _chat(args, settings)
+    chats = _chats(args, settings)
+    chat = chats[args.model]
+    roles = settings.get("roles") or {}
     records = run_benchmark(
         questions, chat, n=settings["n"], k=settings["k"], k_sweep=settings["k_sweep"], methods=settings["methods"],
         sc_k=settings["sc_k"], moa_n=settings["moa_n"], self_moa_k=settings["self_moa_k"],
         gate_thresholds=[float(t) for t in settings["gate_thresholds"]], perturbation=settings["perturbation"],
-        max_paraphrase_attempts=settings["max_paraphrase_attempts"], code_options=dict(settings["code"]),
+        paraphrase_chat=chats.get(roles.get("paraphrase")), aggregate_chat=chats.get(roles.get("aggregate")),
+        max_paraphrase_attempts=settings["max_paraphrase_attempts"],
+        code_options={**settings["code"], "qa_clustering": settings["qa_clustering"]},
+        section3=bool(settings["section3"]), views=settings["views"], trace_chars=settings["trace_chars"],
     )
+    stats = {key: c.stats() for key, c in chats.items()}
     prov = provenance.record(step="scmoa-run", config=settings, seed=settings["seed"], inputs=[args.questions],
-                             model=chat.model_name, cache={"hits": chat.hits, "misses": chat.misses})
-    io.write_json(args.out, {"provenance": prov, "questions": records})
-    log.info("scmoa-run: %d questions, %d calls issued, %d served from cache", len(records), chat.misses, chat.hits)
+                             model=args.model, roles=roles, cache=stats[args.model], calls=stats)
+    failed = [r for r in records if "error" in r]
+    payload = {"provenance": prov, "questions": records}
+    if failed and settings["on_error"] != "record":
+        partial = Path(f"{args.out}.partial.json")
+        io.write_json(partial, payload)
+        raise SystemExit(
+            f"scmoa-run: {len(failed)} of {len(records)} question(s) failed ({failed[0]['id']}: {failed[0]['error']}). "
+            f"Their successful calls are cached: fix the cause and rerun (only the failed calls go out again), or "
+            f"set scmoa.on_error: record to keep failed questions as error records. Partial records: {partial}"
+        )
+    io.write_json(args.out, payload)
+    log.info("scmoa-run: %d questions (%d failed), calls per model: %s", len(records), len(failed), stats)
     return 0
 
 
@@ -134,10 +180,13 @@ def register(subparsers) -> None:
     p.add_argument("--input", help="benchmark file or directory (humaneval: default the packaged set)")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--limit", type=int, default=None, help="keep the first N questions")
-    p.add_argument("--seed", type=int, default=0, help="GPQA option shuffling")
+    p.add_argument("--seed", type=int, default=0, help="GPQA option shuffling; BBH subset sampling")
     p.add_argument("--public-asserts", type=int, default=1, help="HumanEval: asserts shown as public tests")
     p.add_argument("--start-date", help="LiveCodeBench: earliest contest_date kept (YYYY-MM-DD)")
     p.add_argument("--end-date", help="LiveCodeBench: latest contest_date kept (YYYY-MM-DD)")
+    p.add_argument("--subset", help="BBH: a named subset (bbh3, bbh_full; see concord.scmoa.loaders.BBH_SUBSETS)")
+    p.add_argument("--expected-count", type=int, default=None,
+                   help="fail unless exactly this many questions are kept (the paper's benchmark size)")
     p.set_defaults(func=_data)
 
     p = subparsers.add_parser("scmoa-run", help="run SC-MoA and baselines on a questions file")
@@ -151,8 +200,11 @@ def register(subparsers) -> None:
     back.add_argument("--engine", default="hf", choices=["hf", "vllm"])
     back.add_argument("--batch-size", type=int, default=16)
     back.add_argument("--threads", type=int, default=None)
-    back.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
-    back.add_argument("--model", help="model name (HTTP: as served; also names the cache key)")
+    back.add_argument("--model", help="model key of the proposer (names its cache; HTTP: its endpoint)")
+    back.add_argument("--endpoints", help="JSON: model key -> {base_url, model, concurrency, timeout_s, "
+                      "max_retries, api_key_env, expect_reasoning, extra_body} (OpenAI-compatible servers)")
+    back.add_argument("--base-url", help="OpenAI-compatible API root for --model, e.g. http://127.0.0.1:8000/v1")
+    back.add_argument("--served-name", help="the model name the server at --base-url serves (default --model)")
     back.add_argument("--concurrency", type=int, default=8)
     back.add_argument("--timeout", type=float, default=300.0)
     p.set_defaults(func=_run)

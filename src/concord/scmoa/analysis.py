@@ -95,13 +95,16 @@ def flip_decomposition(vote_correct: Sequence, synth_correct: Sequence) -> dict:
 
 
 def transition_matrix(pre_kmax: Sequence[int], post_kmax: Sequence[int], n: int) -> pd.DataFrame:
-    """Counts of (pre-refinement k_max, post-refinement k_max); rows pre, columns post."""
+    """Counts of (pre-refinement k_max, post-refinement k_max); rows pre, columns post.
+
+    k_max = 0 (no proposal answered) gets a row and column only when it occurs."""
     pre, post = np.asarray(pre_kmax, dtype=int), np.asarray(post_kmax, dtype=int)
     if pre.shape != post.shape:
         raise ValueError("pre and post consensus counts differ in length")
-    if pre.size and (pre.min() < 1 or post.min() < 1 or max(pre.max(), post.max()) > n):
-        raise ValueError(f"consensus counts must lie in 1..{n}")
-    levels = list(range(1, n + 1))
+    if pre.size and (pre.min() < 0 or post.min() < 0 or max(pre.max(), post.max()) > n):
+        raise ValueError(f"consensus counts must lie in 0..{n}")
+    low = 0 if pre.size and min(pre.min(), post.min()) == 0 else 1
+    levels = list(range(low, n + 1))
     table = pd.DataFrame(0, index=pd.Index(levels, name="pre"), columns=pd.Index(levels, name="post"))
     for a, b in zip(pre, post):
         table.loc[a, b] += 1
@@ -263,3 +266,102 @@ def k_sweep(records: Sequence[Mapping], alpha: float = 0.05) -> pd.DataFrame:
         lo, hi = stats.clopper_pearson(sum(vals), len(vals), alpha)
         rows.append({"k": k, "n": len(vals), "accuracy": sum(vals) / len(vals), "ci_lo": lo, "ci_hi": hi})
     return pd.DataFrame(rows, columns=["k", "n", "accuracy", "ci_lo", "ci_hi"])
+
+
+# ----------------------------------------------------------------------- Section 3, Tables 29-30
+
+
+def mcnemar_chi2(beneficial: int, harmful: int) -> tuple[float, float]:
+    """McNemar's chi-square without continuity correction and its p-value (Tables 29-30:
+    12 vs 5 flips give 2.88, p = 0.090; 16 vs 5 give 5.76, p = 0.016)."""
+    if beneficial + harmful == 0:
+        return 0.0, 1.0
+    chi2 = (beneficial - harmful) ** 2 / (beneficial + harmful)
+    return float(chi2), stats.mcnemar(beneficial, harmful)
+
+
+def contingency(vote_correct: Sequence, synth_correct: Sequence) -> tuple[pd.DataFrame, dict]:
+    """The 2x2 table vote x synthesis (counts) and its flip statistics (Tables 29-30)."""
+    v, s = _bool_array("vote_correct", vote_correct), _bool_array("synth_correct", synth_correct)
+    if v.shape != s.shape or v.size == 0:
+        raise ValueError("vote and synthesis correctness must be non-empty and of equal length")
+    table = pd.DataFrame(
+        [["Vote correct", int((v & s).sum()), int((v & ~s).sum()), int(v.sum())],
+         ["Vote wrong", int((~v & s).sum()), int((~v & ~s).sum()), int((~v).sum())],
+         ["Total", int(s.sum()), int((~s).sum()), int(v.size)]],
+        columns=["", "Synthesis correct", "Synthesis wrong", "Total"])
+    beneficial, harmful = int((~v & s).sum()), int((v & ~s).sum())
+    chi2, p = mcnemar_chi2(beneficial, harmful)
+    summary = {"n": int(v.size), "vote_acc_pct": 100 * float(v.mean()), "synth_acc_pct": 100 * float(s.mean()),
+               "delta_pp": 100 * float(s.mean() - v.mean()), "beneficial": beneficial, "harmful": harmful,
+               "flip_ratio": beneficial / harmful if harmful else math.inf, "mcnemar_chi2": chi2, "mcnemar_p": p}
+    return table, summary
+
+
+# ----------------------------------------------------------------------- Tables 36-37
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (statsmodels)."""
+    from statsmodels.stats.multitest import multipletests
+
+    if not len(pvalues):
+        return []
+    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+
+
+def flips_against(reference: Sequence, conditions: Mapping[str, Sequence], labels: Mapping[str, str] | None = None,
+                  reference_label: str = "Majority vote") -> pd.DataFrame:
+    """Accuracy (%) of each condition with beneficial/harmful flips against ``reference``,
+    McNemar p and its Holm-Bonferroni correction over all conditions (Tables 36, 37)."""
+    ref = _bool_array("reference", reference)
+    rows = [{"condition": reference_label, "accuracy_pct": 100 * float(ref.mean()), "beneficial": None,
+             "harmful": None, "ratio": None, "p": None}]
+    for name, values in conditions.items():
+        c = _bool_array(name, values)
+        if c.shape != ref.shape:
+            raise ValueError(f"condition {name!r} has {c.size} outcomes, the reference {ref.size}")
+        ben, harm = int((~ref & c).sum()), int((ref & ~c).sum())
+        rows.append({"condition": (labels or {}).get(name, name), "accuracy_pct": 100 * float(c.mean()),
+                     "beneficial": ben, "harmful": harm, "ratio": ben / harm if harm else math.inf,
+                     "p": mcnemar_chi2(ben, harm)[1]})
+    frame = pd.DataFrame(rows)
+    tested = frame["p"].notna()
+    frame["p_holm"] = None
+    frame.loc[tested, "p_holm"] = holm(frame.loc[tested, "p"].astype(float).tolist())
+    for col in ("beneficial", "harmful"):
+        frame[col] = frame[col].astype("Int64")
+    for col in ("ratio", "p", "p_holm"):
+        frame[col] = frame[col].astype(float)
+    return frame
+
+
+def k_sweep_bootstrap(records: Sequence[Mapping], n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """Appendix H.1: accuracy (%) per k with percentile-bootstrap 95% CIs over problems, and the
+    paired-bootstrap difference to the previous k (questions present at both)."""
+    from scipy.stats import bootstrap
+
+    ks = sorted({int(k) for r in records for k in r.get("k_sweep", {})})
+    rows, prev = [], None
+    for k in ks:
+        have = [r for r in records if str(k) in r.get("k_sweep", {})]
+        vals = np.array([float(r["k_sweep"][str(k)]["correct"]) for r in have])
+        if vals.size > 1 and vals.min() != vals.max():
+            ci = bootstrap((vals,), np.mean, n_resamples=n_resamples, method="percentile",
+                           rng=np.random.default_rng(seed)).confidence_interval
+            lo, hi = float(ci.low), float(ci.high)
+        else:  # a constant sample resamples to itself
+            lo = hi = float(vals.mean())
+        row = {"k": k, "n": int(vals.size), "accuracy_pct": 100 * float(vals.mean()),
+               "ci_lo_pct": 100 * lo, "ci_hi_pct": 100 * hi,
+               "calls": float(np.mean([r["k_sweep"][str(k)].get("calls", math.nan) for r in have])),
+               "delta_prev_pp": math.nan, "delta_ci_lo_pp": math.nan, "delta_ci_hi_pp": math.nan}
+        if prev is not None:
+            both = [r for r in records if str(k) in r.get("k_sweep", {}) and str(prev) in r.get("k_sweep", {})]
+            a = [float(r["k_sweep"][str(k)]["correct"]) for r in both]
+            b = [float(r["k_sweep"][str(prev)]["correct"]) for r in both]
+            d, lo, hi = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
+            row.update(delta_prev_pp=100 * d, delta_ci_lo_pp=100 * lo, delta_ci_hi_pp=100 * hi)
+        rows.append(row)
+        prev = k
+    return pd.DataFrame(rows)

@@ -10,6 +10,10 @@
 
 Each returns a dict with ``answer`` (payload), ``text`` and ``calls``. Consensus-gated SC-MoA is
 obtained from the ungated record (:func:`gated_answer`), as Appendix H simulates thresholds.
+
+The layered-synthesis baselines (MoA, Self-MoA) pass each response's *reply* (``content``) to the
+next layer, not its reasoning channel: that is the "output passage" the paper contrasts with
+SC-MoA's trace-level aggregation (Section 1).
 """
 
 from __future__ import annotations
@@ -27,16 +31,17 @@ def _cot(task: Task, question: str, tag: str | None) -> list[dict[str, str]]:
     return [{"role": "user", "content": prompts.with_variant(task.cot_template.format(question=question), tag)}]
 
 
-def _vote(task: Task, texts: Sequence[str]) -> tuple[int, list[str | None], float]:
+def _vote(task: Task, texts: Sequence[str]) -> tuple[int | None, list[str | None], float]:
+    """Majority vote with the J.6 tie-breaks; unanswered samples never win (None: none answered)."""
     payloads = [task.extract(t) for t in texts]
     task.prepare(payloads)
     quality = [task.score(p) for p in payloads]
-    clusters = cluster(task.group(payloads), quality)
+    clusters = cluster(task.group(payloads), quality, [p is not None for p in payloads])
     return representative(clusters, quality), payloads, clusters.consensus
 
 
 def zero_shot_cot(question: str, chat: Chat, task: Task, *, sampling: dict[str, Any] | None = None) -> dict:
-    text = chat.complete(_cot(task, question, None), **(sampling or {}))
+    text = chat.complete(_cot(task, question, None), **(sampling or {})).text
     return {"answer": task.extract(text), "text": text, "calls": 1}
 
 
@@ -44,10 +49,12 @@ def self_consistency(question: str, chat: Chat, task: Task, *, k: int = 10,
                      sampling: dict[str, Any] | None = None) -> dict:
     if k < 1:
         raise ValueError(f"self-consistency needs k >= 1, got {k}")
-    texts = complete_batch(chat, [_cot(task, question, f"sc-{j}") for j in range(k)], **(sampling or {}))
+    replies = complete_batch(chat, [_cot(task, question, f"sc-{j}") for j in range(k)], **(sampling or {}))
+    texts = [c.text for c in replies]
     best, payloads, consensus = _vote(task, texts)
-    return {"answer": payloads[best], "text": texts[best], "calls": k, "consensus": consensus,
-            "samples": [{"text": t, "payload": p} for t, p in zip(texts, payloads)]}
+    return {"answer": payloads[best] if best is not None else None, "text": texts[best] if best is not None else "",
+            "calls": k, "consensus": consensus,
+            "samples": [{"text": c.text, "reasoning": c.reasoning, "payload": p} for c, p in zip(replies, payloads)]}
 
 
 def _synthesis(task: Task, question: str, responses: Sequence[str], tag: str | None = None) -> list[dict[str, str]]:
@@ -66,10 +73,11 @@ def moa(question: str, chat: Chat, task: Task, *, n: int = 4, paraphrases: Seque
         extra = rec["calls"]
     if len(paraphrases) != n:
         raise ValueError(f"MoA needs {n} paraphrases, got {len(paraphrases)}")
-    layer1 = complete_batch(chat, [_cot(task, x, f"moa-{i}") for i, x in enumerate(paraphrases)], **sampling)
-    layer2 = complete_batch(chat, [_synthesis(task, x, layer1, f"moa-{i}") for i, x in enumerate(paraphrases)],
-                            **sampling)
-    final = chat.complete(_synthesis(task, question, layer2), **sampling)
+    layer1 = [c.text for c in complete_batch(chat, [_cot(task, x, f"moa-{i}") for i, x in enumerate(paraphrases)],
+                                             **sampling)]
+    layer2 = [c.text for c in complete_batch(chat, [_synthesis(task, x, layer1, f"moa-{i}")
+                                                    for i, x in enumerate(paraphrases)], **sampling)]
+    final = chat.complete(_synthesis(task, question, layer2), **sampling).text
     return {"answer": task.extract(final), "text": final, "calls": 2 * n + 1 + extra,
             "layers": [layer1, layer2]}
 
@@ -79,8 +87,9 @@ def self_moa(question: str, chat: Chat, task: Task, *, k: int = 6, sampling: dic
     if k < 1:
         raise ValueError(f"Self-MoA needs k >= 1, got {k}")
     sampling = sampling or {}
-    samples = complete_batch(chat, [_cot(task, question, f"selfmoa-{j}") for j in range(k)], **sampling)
-    final = chat.complete(_synthesis(task, question, samples), **sampling)
+    samples = [c.text for c in complete_batch(chat, [_cot(task, question, f"selfmoa-{j}") for j in range(k)],
+                                              **sampling)]
+    final = chat.complete(_synthesis(task, question, samples), **sampling).text
     return {"answer": task.extract(final), "text": final, "calls": k + 1, "samples": samples}
 
 

@@ -1,8 +1,21 @@
 """Run SC-MoA and the baselines over a benchmark and grade them: one record per question.
 
 Ground truth never enters a prompt: answers are graded after every method has finished. QA
-answers are graded with :func:`concord.answers.grade` (option letters compare after the J.6
+answers are graded with :func:`concord.answers.grade` (option letters compare after
 normalisation); a program is correct when it passes every test, public and hidden.
+
+Besides the Table 1 methods, a record can carry
+
+* ``section3``: the Section 3 controlled experiment -- LLM synthesis over the *pre-refinement*
+  proposals (no Phase 2) against the majority vote over the same proposals (Tables 29-30). The
+  proposals are the SC-MoA run's own (same prompts, same variant tags: served by the call cache),
+  so the only new call is the aggregation;
+* ``views``: the aggregation call re-run under each requested view of the post-refinement
+  proposals (trace ablation, Table 36; information ladder, Table 37; :mod:`concord.scmoa.views`);
+* ``usage``: calls and tokens per method (Table 28), from :class:`concord.chat.CallLog`.
+
+A model call that fails for good (:class:`concord.chat.ChatError`) makes the question's record an
+``error`` record naming it; the calls that succeeded stay cached.
 """
 
 from __future__ import annotations
@@ -11,9 +24,10 @@ import logging
 import math
 from typing import Any, Callable, Sequence
 
-from concord.chat import Chat
-from concord.scmoa import baselines
-from concord.scmoa.pipeline import make_task, run_scmoa
+from concord.chat import CallLog, Chat, ChatError
+from concord.scmoa import baselines, views as views_mod
+from concord.scmoa.perturb import Perturbation
+from concord.scmoa.pipeline import Clusters, make_task, proposals_from_rows, run_scmoa
 from concord.scmoa.tasks import normalise_answer
 
 log = logging.getLogger(__name__)
@@ -37,7 +51,8 @@ def _grader(question: dict, code_options: dict) -> Callable[[Sequence[str | None
         return lambda payloads: [grade_qa(p, question["answer"]) for p in payloads]
     from concord.scmoa.code_runner import make_runner
 
-    runner = code_options.get("runner") or make_runner(**{k: v for k, v in code_options.items() if k != "test_names"})
+    runner = code_options.get("runner") or make_runner(**{k: v for k, v in code_options.items()
+                                                          if k not in ("test_names", "qa_clustering")})
     tests = list(question["tests_public"]) + list(question.get("tests_hidden") or [])
 
     def grade(payloads):
@@ -48,69 +63,115 @@ def _grader(question: dict, code_options: dict) -> Callable[[Sequence[str | None
     return grade
 
 
+def run_views(record: dict, question: str, task: Any, chat: Chat, view_names: Sequence[str], *,
+              sampling: dict[str, Any] | None = None, seed: str = "0") -> dict[str, dict]:
+    """Re-run the aggregation call of an SC-MoA ``record`` under each view; the extracted answer,
+    calls and tokens of each (``full`` reuses the record's own aggregate)."""
+    perts = [Perturbation(**p) for p in record["perturbation"]["perturbations"]]
+    post_props = proposals_from_rows(record["proposals_post"], record["proposals_pre"])
+    quality = [r["quality"] for r in record["proposals_post"]]
+    pre, post = Clusters.from_dict(record["clusters_pre"]), Clusters.from_dict(record["clusters_post"])
+    out: dict[str, dict] = {}
+    for view in views_mod.check_views(view_names):
+        if view == "full":
+            agg = record["aggregate"]
+            out[view] = {"answer": agg["payload"], "calls": 0, "usage": {"calls": 0}}
+            continue
+        messages = views_mod.view_messages(view, task, question, perts, post_props, quality, pre, post,
+                                           record["n"], record["k"], seed=seed, refined=record.get("refined", True))
+        calls = CallLog(chat)
+        reply = calls.complete(messages, **(sampling or {}))
+        out[view] = {"answer": task.extract(reply.text), "calls": 1, "usage": calls.usage()}
+    return out
+
+
 def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequence[int] = (),
                  methods: Sequence[str] = BASELINES, sc_k: int = 10, moa_n: int = 4, self_moa_k: int = 6,
                  gate_thresholds: Sequence[float] = (), perturbation: str = "paraphrase",
-                 paraphrase_chat: Chat | None = None, max_paraphrase_attempts: int = 3,
-                 sampling: dict[str, Any] | None = None, code_options: dict[str, Any] | None = None) -> dict:
+                 paraphrase_chat: Chat | None = None, aggregate_chat: Chat | None = None,
+                 max_paraphrase_attempts: int = 3, sampling: dict[str, Any] | None = None,
+                 code_options: dict[str, Any] | None = None, section3: bool = False,
+                 views: Sequence[str] = (), trace_chars: int | None = None) -> dict:
     unknown = set(methods) - set(BASELINES)
     if unknown:
         raise ValueError(f"unknown baseline(s) {sorted(unknown)}; expected some of {BASELINES}")
+    views = views_mod.check_views(views)
     code_options = dict(code_options or {})
     kind = question.get("task", "qa")
     tests = question.get("tests_public") if kind == "code" else None
-    common = {"perturbation": perturbation, "paraphrase_chat": paraphrase_chat,
-              "max_paraphrase_attempts": max_paraphrase_attempts, "sampling": sampling,
-              "code_options": code_options}
+    common = {"perturbation": perturbation, "paraphrase_chat": paraphrase_chat, "aggregate_chat": aggregate_chat,
+              "max_paraphrase_attempts": max_paraphrase_attempts, "sampling": sampling, "trace_chars": trace_chars}
     task = make_task(kind, tests, **code_options)
-    result = run_scmoa(question["prompt"], chat, n=n, k=k, task=task, tests=None, **common)
+    sampling = sampling or {}
+    result = run_scmoa(question["prompt"], chat, n=n, k=k, task=task, **common)
     rec = result.record
     out: dict[str, Any] = {"id": question["id"], "task": kind, "gold": question.get("answer"),
                            "subject": question.get("subject"), "record": rec, "methods": {}}
-    answers: dict[str, tuple[str | None, int]] = {
-        "scmoa": (result.answer, rec["calls"]["total"]),
-        "vote_pre": (rec["vote_pre"], rec["calls"]["perturb"] + rec["calls"]["propose"]),
-        "vote_post": (rec["vote_post"], rec["calls"]["total"] - rec["calls"]["aggregate"]),
+    calls = rec["calls"]
+    # (answer, calls, usage) of every method; the votes cost the calls that precede them.
+    answers: dict[str, tuple[str | None, int, dict | None]] = {
+        "scmoa": (result.answer, calls["total"], _total_usage(rec["usage"])),
+        "vote_pre": (rec["vote_pre"], calls["perturb"] + calls["propose"],
+                     _total_usage({p: rec["usage"][p] for p in ("perturb", "propose")})),
+        "vote_post": (rec["vote_post"], calls["total"] - calls["aggregate"],
+                      _total_usage({p: rec["usage"][p] for p in ("perturb", "propose", "refine")})),
     }
-    sampling = sampling or {}
-    if "cot" in methods:
-        r = baselines.zero_shot_cot(question["prompt"], chat, task, sampling=sampling)
-        answers["cot"] = (r["answer"], r["calls"])
     sc_samples: list[str | None] = []
-    if "sc" in methods:
-        r = baselines.self_consistency(question["prompt"], chat, task, k=sc_k, sampling=sampling)
-        answers["sc"] = (r["answer"], r["calls"])
-        sc_samples = [s["payload"] for s in r["samples"]]
-    if "moa" in methods:
-        r = baselines.moa(question["prompt"], chat, task, n=moa_n, paraphrase_chat=paraphrase_chat,
-                          max_paraphrase_attempts=max_paraphrase_attempts, sampling=sampling)
-        answers["moa"] = (r["answer"], r["calls"])
-    if "self_moa" in methods:
-        r = baselines.self_moa(question["prompt"], chat, task, k=self_moa_k, sampling=sampling)
-        answers["self_moa"] = (r["answer"], r["calls"])
+    for method in methods:
+        logged = CallLog(chat)
+        if method == "cot":
+            r = baselines.zero_shot_cot(question["prompt"], logged, task, sampling=sampling)
+        elif method == "sc":
+            r = baselines.self_consistency(question["prompt"], logged, task, k=sc_k, sampling=sampling)
+            sc_samples = [s["payload"] for s in r["samples"]]
+        elif method == "moa":
+            r = baselines.moa(question["prompt"], logged, task, n=moa_n, paraphrase_chat=paraphrase_chat,
+                              max_paraphrase_attempts=max_paraphrase_attempts, sampling=sampling)
+        else:
+            r = baselines.self_moa(question["prompt"], logged, task, k=self_moa_k, sampling=sampling)
+        answers[method] = (r["answer"], r["calls"], logged.usage())
+
     sweep: dict[str, Any] = {}
     for kk in k_sweep:
         if kk == k:
-            sweep[str(kk)] = {"answer": result.answer}
+            sweep[str(kk)] = {"answer": result.answer, "calls": calls["total"]}
             continue
         r = run_scmoa(question["prompt"], chat, n=n, k=kk, task=task, **common)
-        sweep[str(kk)] = {"answer": r.answer}
+        sweep[str(kk)] = {"answer": r.answer, "calls": r.record["calls"]["total"]}
+
+    s3: dict[str, Any] = {}
+    if section3:
+        pre_synth = run_scmoa(question["prompt"], chat, n=n, k=k, task=task, refine=False, **common)
+        if pre_synth.record["vote_pre"] != rec["vote_pre"]:  # same cached proposals, same vote
+            raise RuntimeError(f"{question['id']}: the pre-refinement vote changed between runs; is the cache shared?")
+        s3 = {"vote": rec["vote_pre"], "synth": pre_synth.answer, "override": pre_synth.record["override"],
+              "aggregate_usage": pre_synth.record["usage"]["aggregate"],
+              "consensus": rec["clusters_pre"]["consensus"]}
+
+    view_out = run_views(rec, question["prompt"], task, aggregate_chat or chat, views, sampling=sampling,
+                         seed=str(question["id"])) if views else {}
 
     # Grade everything in one batch per question (one sandbox round for code).
     agents = [p["payload"] for p in rec["proposals_pre"]]
     names = list(answers)
-    payloads = [answers[m][0] for m in names] + agents + sc_samples + [v["answer"] for v in sweep.values()]
-    verdicts = _grader(question, code_options)(payloads)
-    for i, m in enumerate(names):
-        out["methods"][m] = {"answer": answers[m][0], "correct": verdicts[i], "calls": answers[m][1]}
-    pos = len(names)
-    out["agents_correct"] = verdicts[pos : pos + len(agents)]
-    pos += len(agents)
-    out["sc_correct"] = verdicts[pos : pos + len(sc_samples)]
-    pos += len(sc_samples)
-    for key, v in zip(sweep, verdicts[pos:]):
-        sweep[key]["correct"] = v
+    payloads = ([answers[m][0] for m in names] + agents + sc_samples + [v["answer"] for v in sweep.values()]
+                + ([s3["vote"], s3["synth"]] if s3 else []) + [v["answer"] for v in view_out.values()])
+    verdicts = iter(_grader(question, code_options)(payloads))
+    for m in names:
+        out["methods"][m] = {"answer": answers[m][0], "correct": next(verdicts), "calls": answers[m][1],
+                             "usage": answers[m][2]}
+    out["agents_correct"] = [next(verdicts) for _ in agents]
+    out["sc_correct"] = [next(verdicts) for _ in sc_samples]
+    for v in sweep.values():
+        v["correct"] = next(verdicts)
     out["k_sweep"] = sweep
+    if s3:
+        s3["vote_correct"], s3["synth_correct"] = next(verdicts), next(verdicts)
+        out["section3"] = s3
+    for v in view_out.values():
+        v["correct"] = next(verdicts)
+    if view_out:
+        out["views"] = view_out
     for theta in gate_thresholds:
         # Simulated on this ungated run (Appendix H): an exit returns the pre-refinement vote and
         # stops after the proposals, so it also costs only the proposal calls.
@@ -120,11 +181,31 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
     return out
 
 
+def _total_usage(by_phase: dict[str, dict]) -> dict:
+    """Sum per-phase usage dicts (a count that any phase lacks is unknown: None)."""
+    total: dict[str, Any] = {}
+    for usage in by_phase.values():
+        for key, value in usage.items():
+            if key not in total:
+                total[key] = value
+            elif total[key] is None or value is None:
+                total[key] = None
+            else:
+                total[key] += value
+    return total
+
+
 def run_benchmark(questions: Sequence[dict], chat: Chat, **options: Any) -> list[dict]:
-    """:func:`run_question` over every question, in order."""
+    """:func:`run_question` over every question, in order; a question whose model calls fail for
+    good becomes ``{"id", "task", "error"}`` and the run goes on (its successful calls are cached)."""
     records = []
     for i, q in enumerate(questions, 1):
-        records.append(run_question(q, chat, **options))
+        try:
+            records.append(run_question(q, chat, **options))
+        except ChatError as exc:
+            log.error("scmoa %d/%d %s: %s", i, len(questions), q["id"], exc)
+            records.append({"id": q["id"], "task": q.get("task", "qa"), "error": str(exc)})
+            continue
         log.info("scmoa %d/%d %s: scmoa=%s vote=%s", i, len(questions), q["id"],
                  records[-1]["methods"]["scmoa"]["correct"], records[-1]["methods"]["vote_pre"]["correct"])
     return records

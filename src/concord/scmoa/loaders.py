@@ -6,7 +6,9 @@ Every loader returns dicts with ``id, prompt, answer, level, subject, source`` (
 
 Formats:
 
-* BBH: one JSON file per task, ``{"examples": [{"input", "target"}]}`` (the BIG-Bench Hard repo).
+* BBH: one JSON file per task, ``{"examples": [{"input", "target"}]}`` (the BIG-Bench Hard repo),
+  optionally a named subset (:data:`BBH_SUBSETS`: the paper's BBH-3 of 296 problems and its full
+  BBH of 2,561), drawn per task with a seed.
 * MMLU machine learning: the original headerless CSV (question, A, B, C, D, answer letter) or a
   JSONL/Parquet export with ``question``, ``choices`` (list) and ``answer`` (index or letter).
 * GPQA-Diamond: ``gpqa_diamond.csv`` with ``Question``, ``Correct Answer``, ``Incorrect Answer 1-3``;
@@ -15,7 +17,11 @@ Formats:
   ``year`` column or is parsed from ``url``/``id`` (e.g. ``2023_AIME_I_Problems/Problem_4``).
 * LiveCodeBench: JSONL release files (``question_content``, ``public_test_cases`` as JSON,
   ``private_test_cases`` as JSON or base64 -> zlib -> pickle -> JSON, ``metadata`` with
-  ``func_name``, ``difficulty``); ``difficulty="hard"`` keeps LCB-Hard.
+  ``func_name``, ``difficulty``); ``difficulty="hard"`` keeps LCB-Hard; :data:`LCB_HARD_WINDOW`
+  is the paper's contest-date window (171 problems: 129 AtCoder, 42 LeetCode).
+
+:data:`PAPER_COUNTS` are the benchmark sizes the paper prints; ``scmoa-data --expected-count``
+(:func:`check_count`) refuses a file that does not give them.
 """
 
 from __future__ import annotations
@@ -32,6 +38,59 @@ from pathlib import Path
 from typing import Any, Iterable
 
 LETTERS = "ABCDEFGHIJ"
+
+#: Benchmark sizes the SC-MoA paper prints (Section 5, Appendices A, B, D).
+PAPER_COUNTS = {"bbh3": 296, "bbh_full": 2561, "mmlu_ml": 112, "gpqa_diamond": 198, "aime": 90, "lcb_hard": 171}
+
+#: Examples per task in the BIG-Bench Hard release (27 tasks, 6,511 examples).
+BBH_TASK_SIZES = {
+    **{t: 250 for t in (
+        "boolean_expressions", "date_understanding", "disambiguation_qa", "dyck_languages", "formal_fallacies",
+        "geometric_shapes", "hyperbaton", "logical_deduction_five_objects", "logical_deduction_seven_objects",
+        "logical_deduction_three_objects", "movie_recommendation", "multistep_arithmetic_two", "navigate",
+        "object_counting", "reasoning_about_colored_objects", "ruin_names", "salient_translation_error_detection",
+        "sports_understanding", "temporal_sequences", "tracking_shuffled_objects_five_objects",
+        "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects", "web_of_lies",
+        "word_sorting")},
+    "causal_judgement": 187, "penguins_in_a_table": 146, "snarks": 178,
+}
+
+#: The paper's BBH subsets as per-task quotas. The paper prints only their sizes (BBH-3: 296
+#: problems of date_understanding, disambiguation_qa and penguins_in_a_table; full BBH: 2,561 of
+#: all 27 tasks) and its per-task numbers (Appendix B/S: penguins_in_a_table +13 problems =
+#: +13.5 pp, so ~96 problems; date_understanding +9 = +9 pp, so 100). BBH-3 takes 100, 100, 96; the
+#: full set splits 2,561 evenly over the 27 tasks (95 each for the first 23 in name order, 94 for
+#: the last 4). Each quota is a seeded sample of that task's examples, kept in file order.
+BBH_SUBSETS = {
+    "bbh3": {"date_understanding": 100, "disambiguation_qa": 100, "penguins_in_a_table": 96},
+    "bbh_full": {t: (95 if i < 23 else 94) for i, t in enumerate(sorted(BBH_TASK_SIZES))},
+}
+
+#: LCB-Hard (Appendices A, D, S): hard problems with contest_date from September 2024 (after the
+#: model's cutoff) in release_v6, whose last problems are from April 2025.
+LCB_HARD_WINDOW = {"difficulty": "hard", "start_date": "2024-09-01", "end_date": "2025-04-30"}
+
+
+def check_count(rows: list, expected: int, fmt: str, source: Any = None) -> None:
+    """Refuse a benchmark whose size differs from the paper's (a wrong file or release)."""
+    if len(rows) != expected:
+        raise ValueError(
+            f"{fmt} from {source or 'the packaged set'} gave {len(rows)} questions; the paper's benchmark has "
+            f"{expected}. Check the file (release, subset, date window) or drop expected_count from the config."
+        )
+
+
+def bbh_sample(examples_by_task: dict[str, list], quotas: dict[str, int], seed: int = 0) -> dict[str, list[int]]:
+    """Indices kept per task: a seeded sample of ``quotas[task]`` examples, in file order."""
+    out = {}
+    for task, quota in quotas.items():
+        if task not in examples_by_task:
+            raise ValueError(f"BBH subset needs task {task!r}, which is not among the task files given")
+        size = len(examples_by_task[task])
+        if quota > size:
+            raise ValueError(f"BBH subset wants {quota} {task} examples; the file has {size}")
+        out[task] = sorted(random.Random(f"{seed}:{task}").sample(range(size), quota))
+    return out
 FORMATS = ("bbh", "mmlu_ml", "gpqa_diamond", "aime", "livecodebench", "humaneval", "questions")
 
 
@@ -86,20 +145,29 @@ def _record(id_: str, prompt: str, answer: str, *, subject: str, source: str, ta
 # ---------------------------------------------------------------------------- QA benchmarks
 
 
-def load_bbh(path: str | Path) -> list[dict]:
-    """A BBH task file, or a directory of them (tasks in name order)."""
+def load_bbh(path: str | Path, subset: str | None = None, seed: int = 0) -> list[dict]:
+    """A BBH task file, or a directory of them (tasks in name order); ``subset`` names one of
+    :data:`BBH_SUBSETS` (ids keep each example's index in its task file)."""
     path = Path(path)
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     if not files:
         raise FileNotFoundError(f"no BBH task files (*.json) in {path}")
-    out = []
+    if subset is not None and subset not in BBH_SUBSETS:
+        raise ValueError(f"unknown BBH subset {subset!r}; known: {sorted(BBH_SUBSETS)}")
+    examples = {}
     for f in files:
         data = json.loads(f.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or not isinstance(data.get("examples"), list):
             raise ValueError(f"{f}: a BBH task file is an object with an 'examples' list")
         for i, ex in enumerate(data["examples"]):
             _require(ex, ("input", "target"), f"{f} example {i}")
-            out.append(_record(f"{f.stem}-{i}", ex["input"], str(ex["target"]).strip(), subject=f.stem, source="bbh"))
+        examples[f.stem] = data["examples"]
+    keep = bbh_sample(examples, BBH_SUBSETS[subset], seed) if subset else {t: range(len(e)) for t, e in examples.items()}
+    out = []
+    for task in sorted(keep):
+        for i in keep[task]:
+            ex = examples[task][i]
+            out.append(_record(f"{task}-{i}", ex["input"], str(ex["target"]).strip(), subject=task, source="bbh"))
     return out
 
 
@@ -245,7 +313,7 @@ def load_livecodebench(path: str | Path, difficulty: str | None = "hard", start_
             prompt += "\n\nRead the input from standard input and write the answer to standard output."
         out.append(_record(str(row["question_id"]), prompt, None, subject=str(row.get("platform", "")),
                            source="livecodebench", task="code", level=row.get("difficulty"),
-                           tests_public=public, tests_hidden=hidden))
+                           tests_public=public, tests_hidden=hidden, contest_date=date or None))
     return out
 
 

@@ -132,7 +132,7 @@ def paraphrase(question: str, chat: Chat, n: int, *, max_attempts: int = 3, on_f
     attempts = 0
     while len(accepted) < n and attempts < max_attempts:
         want = n - len(accepted)
-        reply = chat.complete(paraphrase_messages(question, want, attempts), **(sampling or {}))
+        reply = chat.complete(paraphrase_messages(question, want, attempts), **(sampling or {})).text
         attempts += 1
         items = parse_paraphrase_list(reply)
         if not items:

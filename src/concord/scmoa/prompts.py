@@ -170,3 +170,23 @@ def moa_system(responses: list[str]) -> str:
     """MoA's aggregator system message: the prompt followed by the numbered responses."""
     listed = "\n".join(f"{i}. {r}" for i, r in enumerate(responses, 1))
     return f"{MOA_AGGREGATE_SYSTEM}\n{listed}"
+
+
+# --- Traces ----------------------------------------------------------------------------------------
+#: The reasoning channel of a reply (vLLM's reasoning parser returns it beside the content) goes
+#: into the refinement and aggregation prompts inside this block, ahead of the reply itself: the
+#: paper's aggregator "reads complete reasoning traces", and for a reasoning model the trace is
+#: the reasoning channel plus the final reply.
+REASONING_BLOCK = "<REASONING>\n{reasoning}\n</REASONING>\n{text}"
+
+
+def trace(text: str, reasoning: str | None, max_chars: int | None = None) -> str:
+    """A proposal's full trace as prompts show it: its reasoning (if any), then its reply.
+
+    ``max_chars`` caps the whole trace (the information ladder's "traces bare" shows 1,800
+    characters, Appendix X.2); the cut keeps the head and says so.
+    """
+    full = REASONING_BLOCK.format(reasoning=reasoning.strip(), text=text) if reasoning else text
+    if max_chars is not None and len(full) > max_chars:
+        return full[:max_chars] + "\n[... trace truncated ...]"
+    return full

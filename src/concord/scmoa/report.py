@@ -60,18 +60,88 @@ def _figure(ncols: int = 1, width: float = 4.0):
     return fig, np.atleast_1d(axes)
 
 
+#: Table stems written only when the records carry their data (rules declare them from settings).
+SECTION3_TABLE = "tables29_30_synthesis_vs_vote"
+TABLE36 = "table36_trace_ablation"
+TABLE37 = "table37_information_ladder"
+KSWEEP_TABLE = "k_sweep_h1"
+
+
+def optional_tables(settings: Mapping[str, Any]) -> list[str]:
+    """The extra table stems a run with these settings produces."""
+    from concord.scmoa.views import INFO_LADDER, TRACE_ABLATION
+
+    views = set(settings.get("views") or [])
+    out = [SECTION3_TABLE] if settings.get("section3") else []
+    out += [TABLE36] if set(TRACE_ABLATION) <= views else []
+    out += [TABLE37] if {v for v, _, _ in INFO_LADDER} <= views else []
+    return out
+
+
+def _trace_of_sample(proposal: Mapping) -> str:
+    """Appendix U: the first reasoning trace of a perturbation (reasoning channel and reply)."""
+    from concord.scmoa.prompts import trace
+
+    first = proposal["samples"][0]
+    return trace(first["text"], first.get("reasoning"))
+
+
+def _section3(records: Sequence[Mapping], out: Path, title: str) -> dict:
+    rows = [r["section3"] for r in records]
+    table, stats_ = analysis.contingency([x["vote_correct"] for x in rows], [x["synth_correct"] for x in rows])
+    caption = (f"{title} Section 3 controlled setting: majority vote vs synthesis over the same pre-refinement "
+               f"proposals (n={stats_['n']}); {stats_['beneficial']} beneficial vs {stats_['harmful']} harmful flips, "
+               f"{stats_['delta_pp']:+.1f} pp, McNemar chi2={stats_['mcnemar_chi2']:.2f}, p={stats_['mcnemar_p']:.3f} "
+               "(paper: Table 29 GPQA-Diamond 12 vs 5, chi2=2.88, p=0.090; Table 30 BBH-3 16 vs 5, chi2=5.76, p=0.016)")
+    write_table(table, out / SECTION3_TABLE, caption)
+    return stats_
+
+
+def _views(records: Sequence[Mapping], out: Path, title: str) -> dict:
+    from concord.scmoa.views import INFO_LADDER, TRACE_ABLATION
+
+    have = set(records[0].get("views", {}))
+    mv = analysis.method_correct(records, "vote_post")
+    result = {}
+    if set(TRACE_ABLATION) <= have:
+        conds = {v: [r["views"][v]["correct"] for r in records] for v in TRACE_ABLATION}
+        frame = analysis.flips_against(mv, conds, {v: v.replace("_", " ") for v in TRACE_ABLATION})
+        write_table(frame, out / TABLE36, f"{title} trace ablation (Table 36): accuracy (%), flips vs the post-refinement "
+                    f"majority vote, McNemar p and Holm-Bonferroni p ({len(TRACE_ABLATION)} comparisons)")
+        result["table36"] = frame.to_dict("records")
+    if {v for v, _, _ in INFO_LADDER} <= have:
+        conds = {v: [r["views"][v]["correct"] for r in records] for v, _, _ in INFO_LADDER}
+        frame = analysis.flips_against(mv, conds, {v: label for v, label, _ in INFO_LADDER})
+        frame.insert(1, "group", [""] + [g for _, _, g in INFO_LADDER])
+        write_table(frame, out / TABLE37, f"{title} information ladder (Table 37): accuracy (%), flips vs the "
+                    f"post-refinement majority vote, McNemar p with Holm-Bonferroni ({len(INFO_LADDER)} comparisons)")
+        result["table37"] = frame.to_dict("records")
+    return result
+
+
 def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int = 10_000, seed: int = 0,
           title: str = "") -> dict[str, Any]:
-    """Every table and figure of a run into ``out_dir``; returns the summary numbers."""
+    """Every table and figure of a run into ``out_dir``; returns the summary numbers.
+
+    Questions whose model calls failed (``error`` records) are left out and counted.
+    """
     import matplotlib.pyplot as plt
 
+    failed = [r["id"] for r in records if "error" in r]
+    records = [r for r in records if "error" not in r]
     if not records:
-        raise ValueError("no question records to analyse")
+        raise ValueError("no question records to analyse" + (f" ({len(failed)} failed)" if failed else ""))
     out = Path(out_dir)
     methods = list(records[0]["methods"])
     baselines = [m for m in methods if m != "scmoa"]
     n = int(records[0]["record"]["n"])
-    summary: dict[str, Any] = {"n_questions": len(records), "title": title}
+    summary: dict[str, Any] = {"n_questions": len(records), "n_failed": len(failed), "failed": failed, "title": title}
+    if all("section3" in r for r in records):
+        summary["section3"] = _section3(records, out, title)
+    if all("views" in r for r in records):
+        summary.update(_views(records, out, title))
+    summary["reasoning_calls"] = int(sum((r["methods"]["scmoa"].get("usage") or {}).get("with_reasoning", 0) or 0
+                                         for r in records))
 
     acc = analysis.accuracy_table(records, methods)
     acc.insert(1, "label", [label(m) for m in acc["method"]])
@@ -95,7 +165,7 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
                 out / "transition", f"{title} consensus transition (pre-refinement k_max rows, post columns)")
     summary["transition_below_diagonal"] = int(sum(trans.loc[a, b] for a in trans.index for b in trans.columns if b < a))
 
-    diversity = [analysis.trace_diversity([s["samples"][0]["text"] for s in r["record"]["proposals_pre"]])
+    diversity = [analysis.trace_diversity([_trace_of_sample(s) for s in r["record"]["proposals_pre"]])
                  for r in records]
     outcomes = [analysis.flip_outcome(v, s) for v, s in zip(vote, synth)]
     div_table, div_test = analysis.diversity_by_outcome(diversity, outcomes)
@@ -121,6 +191,9 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     write_table(gate, out / "gating_sweep", f"{title} consensus-gating threshold sweep (theta=inf: always aggregate)")
     ks = analysis.k_sweep(records)
     write_table(ks, out / "k_sweep", f"{title} inner sampling budget sweep")
+    ksb = analysis.k_sweep_bootstrap(records, n_resamples=n_resamples, seed=seed)
+    write_table(ksb, out / KSWEEP_TABLE, f"{title} inner sampling budget (Appendix H.1): accuracy (%) with percentile "
+                "bootstrap 95% CIs and the paired-bootstrap change from the previous k")
 
     # Figures: calibration (reliability + selective prediction), transition, diversity, sweeps.
     fig, ax = _figure(2)
@@ -134,7 +207,8 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
 
     fig, ax = _figure(1)
     im = ax[0].imshow(trans.to_numpy(), cmap="Blues", origin="lower")
-    ax[0].set(xticks=range(n), xticklabels=trans.columns, yticks=range(n), yticklabels=trans.index,
+    size = len(trans.columns)
+    ax[0].set(xticks=range(size), xticklabels=trans.columns, yticks=range(size), yticklabels=trans.index,
               xlabel="post-refinement k_max", ylabel="pre-refinement k_max", title="Consensus transition")
     for (a, b), v in np.ndenumerate(trans.to_numpy()):
         ax[0].text(b, a, str(v), ha="center", va="center", fontsize=8)

@@ -1,11 +1,13 @@
 """What SC-MoA needs to know about a task: how to read a reply, cluster, and score (Appendix J.6).
 
 * QA: the payload is the extracted answer (last ``Answer: ...`` line, else the last ``\\boxed{}``);
-  proposals cluster by normalised answer (lower-cased, stripped; mathematically equivalent forms
-  merged through :mod:`concord.answers`); the quality score of a proposal is its agreement
-  fraction over the N perturbations; the verification score used by the override is 1.0 for any
-  reply that carries an answer (Appendix N: on QA the override never fires) and 0.0 for one that
-  carries none, so the override can only revert an aggregate that failed to answer at all.
+  proposals cluster by J.6's normalised string match (lower-cased, stripped); the option
+  ``clustering="equivalence"`` also merges mathematically equal answers and option letters
+  ("(B)" = "b", "1/2" = "0.5") through :mod:`concord.answers`. The quality score of a proposal is
+  its agreement fraction over the N perturbations (0 for a reply without an answer, which agrees
+  with nothing); the score used to pick the best of k samples is 1.0 for a reply that carries an
+  answer and 0.0 for one that does not. The override never fires on QA (``override = False``:
+  every answer scores 1.0, Section 4 and Appendix N).
 * Code: the payload is the last ```python``` block; proposals cluster by public-test pass
   signature (the set of public tests passed); quality and verification score are the public-test
   pass rate. Programs run through :mod:`concord.execution`.
@@ -28,6 +30,7 @@ _CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.
 
 class Task(Protocol):
     kind: str
+    override: bool  # whether Phase 5's score-based override can fire (code: yes; QA: never)
     personas: dict[str, str]
     cot_template: str
     refine_system: str
@@ -89,8 +92,16 @@ def _clean_answer(raw: str) -> str:
     return value.rstrip(".").strip()
 
 
+def j6_key(answer: str | None) -> str | None:
+    """J.6 clustering key: the extracted answer lower-cased and stripped (no other merging)."""
+    if answer is None:
+        return None
+    return answer.strip().lower() or None
+
+
 def normalise_answer(answer: str | None) -> str | None:
-    """J.6 normalisation: lower-cased, stripped; a bracketed option letter "(B)" reads as "b"."""
+    """Looser key (grading, and the ``equivalence`` clustering option): lower-cased, stripped,
+    inner whitespace collapsed, and a bracketed option letter "(B)" read as "b"."""
     if answer is None:
         return None
     value = " ".join(answer.strip().lower().split())
@@ -100,17 +111,26 @@ def normalise_answer(answer: str | None) -> str | None:
     return value or None
 
 
+QA_CLUSTERINGS = ("string", "equivalence")
+
+
 @dataclass
 class QATask:
-    """Question answering: answers extracted from replies, clustered by normalised string."""
+    """Question answering: answers extracted from replies, clustered by J.6 string match."""
 
     kind: str = "qa"
     personas: dict[str, str] = field(default_factory=lambda: dict(prompts.QA_PERSONAS))
     cot_template: str = prompts.COT_QA
     refine_system: str = prompts.REFINE_SYSTEM_QA
     aggregate_system: str = prompts.AGGREGATE_SYSTEM_QA
-    #: also merge answers that differ as strings but are mathematically equal ("1/2" vs "0.5")
-    math_equivalence: bool = True
+    #: "string" = J.6 (lower-cased, stripped); "equivalence" also merges option letters and
+    #: mathematically equal answers ("1/2" vs "0.5")
+    clustering: str = "string"
+    override: bool = False  # every QA answer scores 1.0: the override never fires
+
+    def __post_init__(self) -> None:
+        if self.clustering not in QA_CLUSTERINGS:
+            raise ValueError(f"QA clustering must be one of {QA_CLUSTERINGS}, got {self.clustering!r}")
 
     def extract(self, text: str) -> str | None:
         return extract_answer(text)
@@ -119,9 +139,9 @@ class QATask:
         pass  # nothing to execute
 
     def group(self, payloads: Sequence[str | None]) -> list[int]:
+        if self.clustering == "string":
+            return labels_from_keys([j6_key(p) for p in payloads])
         keys = [normalise_answer(p) for p in payloads]
-        if not self.math_equivalence:
-            return labels_from_keys(keys)
         from concord.answers import group_answers
 
         # Answers equal under the J.6 normalisation are one answer: hand the first spelling of
@@ -138,7 +158,7 @@ class QATask:
     def quality(self, payloads: Sequence[str | None]) -> list[float]:
         labels = self.group(payloads)
         n = len(labels)
-        return [sum(1 for m in labels if m == lab) / n for lab in labels]
+        return [sum(1 for m in labels if m == lab) / n if p is not None else 0.0 for lab, p in zip(labels, payloads)]
 
     def describe(self, payload: str | None) -> str:
         return payload if payload is not None else "(no answer)"
@@ -181,6 +201,7 @@ class CodeTask:
     runner: Runner
     test_names: Sequence[str] | None = None
     kind: str = "code"
+    override: bool = True
     personas: dict[str, str] = field(default_factory=lambda: dict(prompts.CODE_PERSONAS))
     cot_template: str = prompts.COT_CODE
     refine_system: str = prompts.REFINE_SYSTEM_CODE
@@ -219,8 +240,10 @@ class CodeTask:
         return frozenset(n for n, r in zip(self.test_names, self.results(payload)) if r.passed)
 
     def group(self, payloads: Sequence[str | None]) -> list[int]:
+        """Clusters by public-test pass signature; a reply without code is a cluster of its own
+        (it is not the same answer as a program that fails every test)."""
         self.prepare(payloads)
-        return labels_from_keys([self.signature(p) for p in payloads])
+        return labels_from_keys([self.signature(p) if p is not None else None for p in payloads])
 
     def score(self, payload: str | None) -> float:
         res = self.results(payload)
