@@ -29,9 +29,11 @@ rule label_accuracy:
     conda:
         "../envs/analysis.yaml"
     shell:
-        "python -m concord label-accuracy --rollouts {input:q} --consensus {params.consensus:q}"
-        " --analysis {params.analysis:q} --seed {wildcards.seed} --title {params.title:q}"
-        " --table {output.table:q} --figure {output.png:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord label-accuracy --rollouts {input:q} --consensus {params.consensus:q}"
+            " --analysis {params.analysis:q} --seed {wildcards.seed} --title {params.title:q}"
+            " --table {output.table:q} --figure {output.png:q} > {log:q} 2>&1"
+        )
 
 
 rule recovery:
@@ -58,9 +60,11 @@ rule recovery:
     conda:
         "../envs/analysis.yaml"
     shell:
-        "python -m concord recovery --rollouts {input:q} --consensus {params.consensus:q}"
-        " --questions-out {output.questions:q} --summary-out {output.summary:q}"
-        " --markdown-out {output.markdown:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord recovery --rollouts {input:q} --consensus {params.consensus:q}"
+            " --questions-out {output.questions:q} --summary-out {output.summary:q}"
+            " --markdown-out {output.markdown:q} > {log:q} 2>&1"
+        )
 
 
 FIGURE2_TARGETS = expand(

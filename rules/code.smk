@@ -42,7 +42,9 @@ if CODE_ONLY_MODELS:
         conda:
             CODE_ENV
         shell:
-            "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+            audited(
+                "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+            )
 
 
 rule code_data:
@@ -65,8 +67,10 @@ rule code_data:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-data --benchmark-spec {params.spec:q} --exec {params.exec:q} --out {output:q}"
-        " --rule code_data > {log:q} 2>&1"
+        audited(
+            "python -m concord code-data --benchmark-spec {params.spec:q} --exec {params.exec:q} --out {output:q}"
+            " --rule code_data > {log:q} 2>&1"
+        )
 
 
 rule code_split:
@@ -83,8 +87,10 @@ rule code_split:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-split --data {input:q} --seed {params.seed} --train-out {output.train:q}"
-        " --holdout-out {output.holdout:q} --rule code_split > {log:q} 2>&1"
+        audited(
+            "python -m concord code-split --data {input:q} --seed {params.seed} --train-out {output.train:q}"
+            " --holdout-out {output.holdout:q} --rule code_split > {log:q} 2>&1"
+        )
 
 
 rule code_generate:
@@ -108,9 +114,11 @@ rule code_generate:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-generate --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
-        " --sampling {params.sampling:q} --engine {params.engine:q} --seed {wildcards.seed} --threads {threads}"
-        " --rule code_generate > {log:q} 2>&1"
+        audited(
+            "python -m concord code-generate --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
+            " --sampling {params.sampling:q} --engine {params.engine:q} --seed {wildcards.seed} --threads {threads}"
+            " --rule code_generate > {log:q} 2>&1"
+        )
 
 
 rule code_execute:
@@ -132,8 +140,10 @@ rule code_execute:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-execute --data {input.data:q} --candidates {input.candidates:q} --out {output:q}"
-        " --exec {params.exec:q} --workers {threads} --rule code_execute > {log:q} 2>&1"
+        audited(
+            "python -m concord code-execute --data {input.data:q} --candidates {input.candidates:q} --out {output:q}"
+            " --exec {params.exec:q} --workers {threads} --rule code_execute > {log:q} 2>&1"
+        )
 
 
 rule code_gencluster:
@@ -158,9 +168,11 @@ rule code_gencluster:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-gencluster --data {input.data:q} --exec-table {input.exec:q}"
-        " --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
-        " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule code_gencluster > {log:q} 2>&1"
+        audited(
+            "python -m concord code-gencluster --data {input.data:q} --exec-table {input.exec:q}"
+            " --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
+            " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule code_gencluster > {log:q} 2>&1"
+        )
 
 
 rule code_analyze:
@@ -182,9 +194,11 @@ rule code_analyze:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-analyze --data {input.data:q} --exec-table {input.exec:q}"
-        " --candidates {input.candidates:q} {params.gencluster} --analysis {params.analysis:q}"
-        " --seed {wildcards.seed} --out {output:q} --rule code_analyze > {log:q} 2>&1"
+        audited(
+            "python -m concord code-analyze --data {input.data:q} --exec-table {input.exec:q}"
+            " --candidates {input.candidates:q} {params.gencluster} --analysis {params.analysis:q}"
+            " --seed {wildcards.seed} --out {output:q} --rule code_analyze > {log:q} 2>&1"
+        )
 
 
 rule code_figure2:
@@ -213,8 +227,10 @@ rule code_figure2:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
-        " --rule code_figure2 > {log:q} 2>&1"
+        audited(
+            "python -m concord code-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
+            " --rule code_figure2 > {log:q} 2>&1"
+        )
 
 
 # ------------------------------------------------------------------ TTRL (Tables 1 and 2)
@@ -227,7 +243,10 @@ rule code_train:
         model=lambda wc: _code_model_dir(wc.cmodel),
         data=_train_data,
     output:
-        directory(f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}"),
+        # Intermediate weights (see trained_model in rules/common.smk); the log stays.
+        model=trained_model(f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/model"),
+        log=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/log.jsonl",
+        provenance=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/provenance.json",
     params:
         training=_train_overrides,
         exec=as_json(CODE_EXEC),
@@ -246,11 +265,14 @@ rule code_train:
     conda:
         CODE_ENV
     shell:
-        "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
-        " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
-        " -m concord code-train --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
-        " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
-        " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule code_train > {log:q} 2>&1"
+        audited(
+            "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
+            " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
+            " -m concord code-train --data {input.data:q} --model-dir {input.model:q} --out {output.model:q}"
+            " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
+            " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule code_train > {log:q} 2>&1"
+            " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/provenance.json {output.provenance:q}"
+        )
 
 
 rule code_table1:
@@ -274,9 +296,11 @@ rule code_table1:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-table1 --train-data {input.train:q} --holdout-data {input.holdout:q} {params.execs}"
-        " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} --out-stem {params.stem:q}"
-        " --rule code_table1 > {log:q} 2>&1"
+        audited(
+            "python -m concord code-table1 --train-data {input.train:q} --holdout-data {input.holdout:q} {params.execs}"
+            " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} --out-stem {params.stem:q}"
+            " --rule code_table1 > {log:q} 2>&1"
+        )
 
 
 rule code_table2:
@@ -298,8 +322,10 @@ rule code_table2:
     conda:
         CODE_ENV
     shell:
-        "python -m concord code-table2 --data {input.data:q} {params.execs} --n {params.n}"
-        " --n-resamples {params.resamples} --out-stem {params.stem:q} --rule code_table2 > {log:q} 2>&1"
+        audited(
+            "python -m concord code-table2 --data {input.data:q} {params.execs} --n {params.n}"
+            " --n-resamples {params.resamples} --out-stem {params.stem:q} --rule code_table2 > {log:q} 2>&1"
+        )
 
 
 ALL_TARGETS.extend(CODE_TARGETS)

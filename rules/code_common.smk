@@ -29,7 +29,7 @@ def _policy_model(wildcards):
     if wildcards.policy == "base":
         return _code_model_dir(wildcards.cmodel)
     _, arm, split, n = _parse_policy(wildcards.policy)
-    return f"{CR}/train/{wildcards.cmodel}/{wildcards.cbench}/{arm}-{split}-n{n}/seed{wildcards.seed}"
+    return f"{CR}/train/{wildcards.cmodel}/{wildcards.cbench}/{arm}-{split}-n{n}/seed{wildcards.seed}/model"
 
 
 def _parse_policy(policy):

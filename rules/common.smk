@@ -56,6 +56,15 @@ def gpu_count(n=1):
     return n if ON_GPU else 0
 
 
+KEEP_TRAINED_MODELS = bool(config.get("keep_trained_models", False))
+
+
+def trained_model(path):
+    """A trained model's directory: intermediate by default (Snakemake removes it once every job
+    that reads it has run; the audit keeps its hash), kept with `keep_trained_models: true`."""
+    return directory(path) if KEEP_TRAINED_MODELS else temp(directory(path))
+
+
 def audited(command):
     """A rule's shell command followed by the registration of the job's outputs in the run
     manifest (content hashes; rules/audit.smk checks that every rule uses it)."""

@@ -16,7 +16,9 @@ rule model:
     conda:
         "../envs/gpu.yaml"
     shell:
-        "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        )
 
 
 rule data:
@@ -34,7 +36,9 @@ rule data:
     conda:
         "../envs/analysis.yaml"
     shell:
-        "python -m concord data --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord data --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+        )
 
 
 ALL_TARGETS.extend(expand(f"{RESULTS}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS))

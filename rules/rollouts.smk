@@ -25,7 +25,9 @@ rule rollouts:
     conda:
         "../envs/gpu.yaml"
     shell:
-        "python -m concord rollouts --model-dir {input.model:q} --questions {input.questions:q}"
-        " --out {output:q} --seed {wildcards.seed} --rollouts {params.rollouts:q} --engine {params.engine:q}"
-        " --model-spec {params.model_spec:q} --task {params.task} --cache-dir {params.cache:q}"
-        " --threads {threads} > {log:q} 2>&1"
+        audited(
+            "python -m concord rollouts --model-dir {input.model:q} --questions {input.questions:q}"
+            " --out {output:q} --seed {wildcards.seed} --rollouts {params.rollouts:q} --engine {params.engine:q}"
+            " --model-spec {params.model_spec:q} --task {params.task} --cache-dir {params.cache:q}"
+            " --threads {threads} > {log:q} 2>&1"
+        )

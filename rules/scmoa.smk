@@ -33,7 +33,9 @@ rule scmoa_data:
     conda:
         "../envs/code.yaml"
     shell:
-        "python -m concord scmoa-data {params.args} --out {output.questions:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord scmoa-data {params.args} --out {output.questions:q} > {log:q} 2>&1"
+        )
 
 
 rule scmoa_run:
@@ -58,8 +60,10 @@ rule scmoa_run:
     conda:
         "../envs/code.yaml"
     shell:
-        "python -m concord scmoa-run --questions {input.questions:q} --out {output:q} --cache-dir {params.cache:q}"
-        " {params.backend} --threads {threads} --settings {params.settings:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord scmoa-run --questions {input.questions:q} --out {output:q} --cache-dir {params.cache:q}"
+            " {params.backend} --threads {threads} --settings {params.settings:q} > {log:q} 2>&1"
+        )
 
 
 rule scmoa_report:
@@ -83,8 +87,10 @@ rule scmoa_report:
     conda:
         "../envs/analysis.yaml"
     shell:
-        "python -m concord scmoa-report --records {input:q} --out-dir {params.out_dir:q} --title {params.title:q}"
-        " --settings {params.settings:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord scmoa-report --records {input:q} --out-dir {params.out_dir:q} --title {params.title:q}"
+            " --settings {params.settings:q} > {log:q} 2>&1"
+        )
 
 
 ALL_TARGETS.extend(scmoa_targets())

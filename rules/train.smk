@@ -12,7 +12,12 @@ rule train:
         model=f"{RESULTS}/models/{{model}}",
         questions=f"{RESULTS}/data/{{benchmark}}.jsonl",
     output:
-        directory(f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}"),
+        # The weights are intermediate (removed once every evaluation that reads them has run,
+        # unless keep_trained_models); the run's logs next to them stay.
+        model=trained_model(f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/model"),
+        log=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/log.jsonl",
+        groups=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/groups.jsonl",
+        provenance=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/provenance.json",
     wildcard_constraints:
         arm=alternatives(ARMS),
     params:
@@ -36,13 +41,17 @@ rule train:
     conda:
         "../envs/gpu.yaml"
     shell:
-        "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
-        " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
-        " -m concord train --model-dir {input.model:q} --questions {input.questions:q} --out {output:q}"
-        " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.arm} --seed {wildcards.seed}"
-        " --training {params.training:q} --consensus {params.consensus:q} --evaluation {params.evaluation:q}"
-        " --model-spec {params.model_spec:q} --task {params.task} --benchmark {wildcards.benchmark}"
-        " --threads {threads} > {log:q} 2>&1"
+        audited(
+            "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
+            " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
+            " -m concord train --model-dir {input.model:q} --questions {input.questions:q} --out {output.model:q}"
+            " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.arm} --seed {wildcards.seed}"
+            " --training {params.training:q} --consensus {params.consensus:q} --evaluation {params.evaluation:q}"
+            " --model-spec {params.model_spec:q} --task {params.task} --benchmark {wildcards.benchmark}"
+            " --threads {threads} > {log:q} 2>&1"
+            " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/groups.jsonl {output.groups:q}"
+            " && mv {output.model:q}/provenance.json {output.provenance:q}"
+        )
 
 
 rule evaluate:
@@ -70,10 +79,12 @@ rule evaluate:
     conda:
         "../envs/gpu.yaml"
     shell:
-        "python -m concord evaluate --model-dir {input.model:q} --questions {input.questions:q} --out {output:q}"
-        " --arm {wildcards.arm} --seed {wildcards.seed} --evaluation {params.evaluation:q}"
-        " --engine {params.engine:q} --model-spec {params.model_spec:q} --task {params.task}"
-        " --threads {threads} > {log:q} 2>&1"
+        audited(
+            "python -m concord evaluate --model-dir {input.model:q} --questions {input.questions:q} --out {output:q}"
+            " --arm {wildcards.arm} --seed {wildcards.seed} --evaluation {params.evaluation:q}"
+            " --engine {params.engine:q} --model-spec {params.model_spec:q} --task {params.task}"
+            " --threads {threads} > {log:q} 2>&1"
+        )
 
 
 rule figure3:
@@ -99,8 +110,10 @@ rule figure3:
     conda:
         "../envs/analysis.yaml"
     shell:
-        "python -m concord figure3 --logs {input:q} --figure {output.png:q} --table {output.csv:q}"
-        " --plateau-window {params.plateau_window} --labels {params.labels:q} > {log:q} 2>&1"
+        audited(
+            "python -m concord figure3 --logs {input:q} --figure {output.png:q} --table {output.csv:q}"
+            " --plateau-window {params.plateau_window} --labels {params.labels:q} > {log:q} 2>&1"
+        )
 
 
 ALL_TARGETS.extend(eval_targets() + figure3_targets())

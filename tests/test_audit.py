@@ -424,3 +424,58 @@ def test_workflow_targets_manifest_report_and_tamper(tmp_path):
     assert found["modified"] == ["eval/m1/math_l4/core/seed0.json"]
     assert {"tables/table1.csv", "figures/figure5a.png", "figures/figure5b.png"} <= set(found["stale"])
     assert not any(p.startswith("tables/table3") for p in found["stale"])  # table3 never read it
+
+
+# ------------------------------------------------------------------ the repository's workflow
+
+
+def _repo_snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+                           "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=1500)
+
+
+def _tiny_training_config(**extra) -> dict:
+    config = {
+        "models": {"tiny": {"source": "tiny-random", "family": "Tiny", "prompt_style": "instruct"}},
+        "benchmarks": {"synthetic": {"source": "synthetic", "task": "math", "n_questions": 4, "seed": 0}},
+        "arms": ["majority"], "seeds": [0],
+        "engine": {"backend": "hf", "dtype": "float32", "batch_size": 16},
+        "rollouts": {"n": 2, "max_new_tokens": 8},
+        "consensus": {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200},
+    }
+    config["training"] = {"n_vote": 2, "n_train": 2, "prompts_per_step": 1, "max_steps": 1, "max_completion_length": 8,
+                          "gradient_checkpointing": False, "gpus": 0, "threads": 1, "eval_every": 0,
+                          "eval_at_start": False, "save_every": 1}
+    config["evaluation"] = {"k": 1, "max_new_tokens": 8, "max_questions": 2}
+    return {**config, **extra}
+
+
+@pytest.mark.slow
+def test_trained_models_are_intermediate_by_default_and_still_audited(tmp_path):
+    target = "results/eval/tiny/synthetic/majority/seed0.json"
+    proc = _repo_snakemake(tmp_path, _tiny_training_config(), "-c1", target)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    results = tmp_path / "results"
+    train = results / "train/tiny/synthetic/majority/seed0"
+    assert not (train / "model").exists()  # temp(): removed once its evaluation ran
+    assert (train / "log.jsonl").is_file() and (train / "provenance.json").is_file()  # the run's record stays
+    entry = io.read_json(results / "manifest.json")["artifacts"]["train/tiny/synthetic/majority/seed0/model"]
+    assert entry["intermediate"] and entry["rule"] == "train" and len(entry["sha256"]) == 64
+    assert any(i["path"] == "train/tiny/synthetic/majority/seed0/model"
+               for i in io.read_json(results / "manifest.json")["artifacts"][target.removeprefix("results/")]["inputs"])
+    proc = _cli("audit", "verify", "results", "--json", "--snakefile", str(REPO / "Snakefile"),
+                "--configfile", "config.yaml", "--targets", target, cwd=tmp_path)
+    found = json.loads(proc.stdout)
+    assert proc.returncode == audit.EXIT_OK, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert found["intermediate"] == ["train/tiny/synthetic/majority/seed0/model"] and found["missing"] == []
+
+    # One switch keeps them: the same output is no longer temp() in the plan.
+    (tmp_path / "keep.yaml").write_text(yaml.safe_dump(_tiny_training_config(keep_trained_models=True)))
+    kept = audit.plan(REPO / "Snakefile", tmp_path, [tmp_path / "keep.yaml"], [target])
+    default = audit.plan(REPO / "Snakefile", tmp_path, [tmp_path / "config.yaml"], [target])
+    model = "results/train/tiny/synthetic/majority/seed0/model"
+    assert default.outputs[model].temp and not kept.outputs[model].temp
