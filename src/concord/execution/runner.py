@@ -1,0 +1,388 @@
+"""The trusted parent: a pool of sandboxed runners, and :func:`run_programs` on top of it.
+
+Each worker is one bubblewrap sandbox holding the runner of :mod:`concord.execution.harness`;
+the runner forks a fresh child for every unit of work (one input in ``stdin`` and ``humaneval``
+mode, all inputs of a candidate in ``call`` mode, as LiveCodeBench keeps one instance across
+calls). Workers outlive a call: they are kept idle per backend and reused, so a sandbox is
+started once per worker and process, not once per question. The parent reads nothing from
+candidates but the runner's events, turns them into :class:`Outcome` here (the normalisation
+is trusted code), and keeps a backstop deadline of its own in case a runner stalls.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+from concord.execution import cgroups
+from concord.execution import harness as _harness
+from concord.execution.normalize import parse_call_input, to_outcome
+from concord.execution.outcome import Limits, Outcome, normalize_mode
+from concord.execution.sandbox import CGROUP_MOUNT, Backend, SandboxError, resolve_backend
+
+__all__ = ["run_programs", "uid_block", "probe"]
+
+_HARNESS_SOURCE = Path(_harness.__file__).read_text(encoding="utf-8")
+_STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
+_STDERR_CAP = 64 * 1024
+# A clean environment: nothing of ours leaks in, hashing and BLAS threads are deterministic.
+_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "PYTHONHASHSEED": "0",
+    "PYTHONIOENCODING": "utf-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+def uid_block() -> int:
+    """First uid of this process's block of 1024 candidate uids.
+
+    As root, each worker runs its candidates under a uid of its own, so a candidate owns no file
+    and can signal no process of anyone else, and RLIMIT_NPROC (when cgroups are unavailable)
+    counts one candidate's processes only. The block depends on the pid (read at call time, so
+    forked processes get their own), so concurrent runs on one host rarely share uids.
+    """
+    return 100_000 + (os.getpid() % 1_000_000) * 1024
+
+
+_UID_SLOTS = 1024
+_slot_lock = threading.Lock()
+_free_slots = list(range(1, _UID_SLOTS))
+
+
+def _take_slot() -> int:
+    with _slot_lock:
+        if not _free_slots:
+            raise RuntimeError(f"more than {_UID_SLOTS - 1} sandbox workers in one process")
+        return _free_slots.pop(0)
+
+
+def _give_slot(slot: int) -> None:
+    with _slot_lock:
+        _free_slots.append(slot)
+
+
+# bubblewrap's --die-with-parent fires when the *thread* that started it ends; workers outlive the
+# threads of one run_programs call, so one long-lived thread starts them all.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
+
+
+class _Worker:
+    """One sandboxed runner process and the protocol to it."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.slot = _take_slot()
+        self.owner = os.getpid()
+        self.cgroup = cgroups.worker_cgroup() if backend.isolated else None
+        self.proc: subprocess.Popen | None = None
+        self.buf = bytearray()
+        self.err = bytearray()
+        self.jobs = 0
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # -------------------------------------------------------------- process
+
+    def _start(self) -> None:
+        argv = self.backend.argv(_HARNESS_SOURCE, str(self.cgroup.candidate) if self.cgroup else None)
+        if self.cgroup:
+            argv = self.cgroup.wrap(argv)
+        try:
+            self.proc = _SPAWNER.submit(
+                subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True, close_fds=True, env=_ENV, cwd="/").result()
+        except OSError as exc:
+            raise SandboxError(f"could not start the {self.backend.name} sandbox: {exc}") from exc
+        for stream in (self.proc.stdout, self.proc.stderr):
+            os.set_blocking(stream.fileno(), False)
+        self.buf.clear()
+        self.err.clear()
+        self._send({"isolate": self.backend.isolated})
+        event = self._next(time.monotonic() + _STARTUP_S)
+        if event is None or event.get("event") != "ready":
+            detail = event.get("error") if isinstance(event, dict) else self._stderr()
+            self._kill()
+            raise SandboxError(f"{self.backend.name} sandbox failed to start: {detail}")
+
+    def _kill(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.proc.wait()
+        self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()  # the runner exits at end of input
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+        if self.cgroup:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self.slot is not None:
+            _give_slot(self.slot)
+            self.slot = None
+
+    # -------------------------------------------------------------- protocol
+
+    def _send(self, obj: dict) -> None:
+        data = (json.dumps(obj) + "\n").encode("utf-8", "surrogatepass")
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise SandboxError(f"the sandbox runner is gone: {self._stderr()}") from exc
+
+    def _stderr(self) -> str:
+        text = bytes(self.err).decode("utf-8", "replace").strip()
+        return text[-2000:] if text else "(no stderr)"
+
+    def _next(self, deadline: float) -> dict | None:
+        """The runner's next event, or None when it died or the deadline passed."""
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ, "out")
+        sel.register(self.proc.stderr, selectors.EVENT_READ, "err")
+        try:
+            while True:
+                cut = self.buf.find(b"\n")
+                if cut >= 0:
+                    line = bytes(self.buf[:cut])
+                    del self.buf[: cut + 1]
+                    try:
+                        event = json.loads(line.decode("utf-8", "surrogatepass"))
+                    except (UnicodeDecodeError, ValueError):
+                        raise SandboxError(f"the sandbox runner wrote a malformed event: {line[:200]!r}") from None
+                    return event
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.get_map():
+                    return None
+                for key, _ in sel.select(timeout=left):
+                    chunk = os.read(key.fileobj.fileno(), 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    if key.data == "out":
+                        self.buf += chunk
+                    elif len(self.err) < _STDERR_CAP:
+                        self.err += chunk[: _STDERR_CAP - len(self.err)]
+        finally:
+            sel.close()
+
+    def run(self, program: str, inputs: list[str], mode: str, fn_name: str | None, limits: Limits) -> list[Outcome]:
+        outcomes: list[Outcome | None] = [None] * len(inputs)
+        start = 0
+        while start < len(inputs):
+            start = self._job(program, inputs, start, mode, fn_name, limits, outcomes)
+        return outcomes  # type: ignore[return-value]
+
+    def _job(self, program, inputs, start, mode, fn_name, limits, outcomes) -> int:
+        """Send one job from input ``start``; returns where to resume (len(inputs) when done)."""
+        if self.proc is None:
+            self._start()
+        if self.cgroup:
+            self.cgroup.set_limits(limits.memory_mb, limits.max_procs)
+        self.jobs += 1
+        job = {
+            "id": self.jobs, "program": program, "inputs": inputs, "start": start, "mode": mode,
+            "fn_name": fn_name, "timeout_s": limits.timeout_s, "max_output_bytes": limits.max_output_bytes,
+            "memory_mb": limits.memory_mb, "max_procs": limits.max_procs, "tmp_bytes": limits.tmp_mb * 1024 * 1024,
+            "uid": uid_block() + self.slot if self.backend.privileged else None,
+            "cgroup_procs": f"{CGROUP_MOUNT}/cgroup.procs" if self.cgroup else None,
+            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None,
+        }
+        self._send(job)
+        # The runner enforces every limit itself; this backstop only catches a stalled runner.
+        grace = 30.0 + 2 * limits.timeout_s
+        expect = start
+        while True:
+            event = self._next(time.monotonic() + grace + limits.timeout_s)
+            if event is None:  # the runner died or stalled: lose the input at hand, not the run
+                detail = self._stderr()
+                self._kill()
+                if expect < len(inputs):
+                    outcomes[expect] = Outcome("error", None, f"sandbox runner failed: {detail[-300:]}")
+                return expect + 1
+            if event.get("event") == "done":
+                if expect != len(inputs):
+                    raise SandboxError(f"sandbox runner reported {expect} of {len(inputs)} results")
+                return expect
+            if event.get("event") == "failed":
+                self._kill()
+                raise SandboxError(f"sandbox runner failed: {event.get('error')}")
+            if event.get("k") != expect:
+                raise SandboxError(f"sandbox runner reported input {event.get('k')} where {expect} was due")
+            outcomes[expect] = to_outcome(event, mode)
+            expect += 1
+
+
+class _Pool:
+    """Idle workers per backend, reused across calls; closed at exit."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: dict[Backend, list[_Worker]] = {}
+        atexit.register(self.close_all)
+
+    def take(self, backend: Backend) -> _Worker:
+        with self.lock:
+            workers = self.idle.get(backend, [])
+            while workers:
+                worker = workers.pop()
+                if worker.owner == os.getpid():
+                    return worker
+        return _Worker(backend)
+
+    def give(self, worker: _Worker, keep: int) -> None:
+        if worker.owner != os.getpid():
+            return
+        with self.lock:
+            workers = self.idle.setdefault(worker.backend, [])
+            if len(workers) < keep:
+                workers.append(worker)
+                return
+        worker.close()
+
+    def close_all(self) -> None:
+        with self.lock:
+            workers = [w for ws in self.idle.values() for w in ws if w.owner == os.getpid()]
+            self.idle.clear()
+        for worker in workers:
+            worker.close()
+        cgroups.cleanup()
+
+
+_POOL = _Pool()
+
+
+def run_programs(
+    programs: Sequence[str | None],
+    inputs: Sequence[str],
+    *,
+    mode: str,
+    fn_name: str | None = None,
+    timeout_s: float,
+    memory_mb: int,
+    workers: int | None = None,
+    sandbox: str | None = None,
+    max_output_bytes: int = 4 * 1024 * 1024,
+    max_procs: int = 8,
+    tmp_mb: int = 64,
+    python: str | None = None,
+) -> list[list[Outcome]]:
+    """Run each program on each input in the sandbox; ``result[i][k]`` is program i on input k.
+
+    Modes: ``stdin`` and ``call`` (alias ``functional``) as LiveCodeBench runs programs;
+    ``humaneval`` runs a complete HumanEval check program (the inputs are ignored, one outcome
+    each: ``ok`` with output ``"passed"`` iff the check passed). A ``None`` program gets
+    ``error`` outcomes without running. ``sandbox``: auto (bubblewrap, else refuse), bwrap, or
+    none (explicit opt-out); default from ``$CONCORD_SANDBOX``.
+    """
+    mode = normalize_mode(mode)
+    programs = list(programs)
+    inputs = list(inputs)
+    _validate(programs, inputs, mode, fn_name)
+    limits = Limits(float(timeout_s), int(memory_mb), int(max_output_bytes), int(max_procs), int(tmp_mb))
+    if not programs:
+        return []
+    if not inputs:
+        return [[] for _ in programs]
+    backend = resolve_backend(sandbox, python=python)
+    n_workers = max(1, min(int(workers or _cpu_count()), len(programs)))
+    taken: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+
+    def task(program: str | None) -> list[Outcome]:
+        if program is None:
+            return [Outcome("error", None, "no program")] * len(inputs)
+        try:
+            worker = taken.get_nowait()
+        except queue.Empty:
+            worker = _POOL.take(backend)
+        try:
+            result = worker.run(program, inputs, mode, fn_name, limits)
+        except BaseException:
+            worker.close()
+            raise
+        taken.put(worker)
+        return result
+
+    try:
+        if n_workers == 1:
+            return [task(p) for p in programs]
+        with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="sandbox") as pool:
+            return list(pool.map(task, programs))
+    finally:
+        while True:
+            try:
+                _POOL.give(taken.get_nowait(), keep=_cpu_count())
+            except queue.Empty:
+                break
+
+
+def probe(backend: Backend) -> str | None:
+    """None when ``backend`` runs a trivial program end to end, else why not."""
+    worker = _Worker(backend)
+    try:
+        out = worker.run("print(6 * 7)", ["", ""], "stdin", None, Limits(timeout_s=10, memory_mb=512))
+    finally:
+        worker.close()
+    if [o.output for o in out] != ["42", "42"]:
+        return f"probe program gave {out!r} instead of 42"
+    return None
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _validate(programs: list, inputs: list, mode: str, fn_name: str | None) -> None:
+    for i, program in enumerate(programs):
+        if program is not None and not isinstance(program, str):
+            raise TypeError(f"programs[{i}] must be a string or None, got {type(program).__name__}")
+    for k, text in enumerate(inputs):
+        if not isinstance(text, str):
+            raise TypeError(f"inputs[{k}] must be a string, got {type(text).__name__}")
+    if mode == "call":
+        if not fn_name or not str(fn_name).isidentifier():
+            raise ValueError(f"call-based execution needs fn_name, a Python identifier; got {fn_name!r}")
+        for k, text in enumerate(inputs):
+            try:
+                parse_call_input(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"inputs[{k}] is not LiveCodeBench call input (one JSON value per line): {exc}"
+                ) from exc
+
