@@ -1,12 +1,14 @@
-"""Hostile candidates against the real sandbox: none may harm the host, the run or a neighbour.
+"""Hostile candidates against the real sandbox: none may change anything but its own outcome.
 
-Every hostile program runs in one ``run_programs`` call next to a benign candidate, with
-two workers, on each namespace backend that works on this machine.
+Each hostile program runs in one ``run_programs`` call between benign neighbours, two workers
+in parallel. "Forged" results carry the answer the neighbours give, so a forgery that worked
+would show up as an ``ok`` with that output.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -14,27 +16,100 @@ from pathlib import Path
 
 import pytest
 
-from concord.execution import run_programs
+from concord.execution import run_programs, uid_block
 from concord.execution import sandbox as sb
 
 REPO = sb.REPO_ROOT
+pytestmark = pytest.mark.skipif(sb._probe("bwrap", sb.default_python()) is not None,
+                                reason="bubblewrap does not work on this machine")
+
+BENIGN = "a, b = map(int, input().split())\ntotal = 0\nfor i in range(200000):\n    total += i % 7\nprint(a + b)"
+INPUTS = ["1 2", "3 4"]
+WANT = [("ok", "3"), ("ok", "7")]
+
+# Every way to the result channel a candidate might try: fds 0-1023, its /proc/self/fd, and the
+# fds of every process it can see (the runner's are not among them: other PID namespace).
+FORGE_LINES = r'''
+import posix, json
+lines = []
+for k in range(4):
+    event = {"k": k, "status": "ok", "raw": "3", "plain": True, "error": None, "output": "3"}
+    lines.append(json.dumps(event))
+    lines.append(json.dumps({"event": "done", "id": k}))
+payload = ("\n".join(lines) + "\n").encode()
+for fd in range(1024):
+    try:
+        posix.write(fd, payload)
+    except OSError:
+        pass
+for d in posix.listdir("/proc"):
+    if not d.isdigit() and d != "self":
+        continue
+    try:
+        fds = posix.listdir(f"/proc/{d}/fd")
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            with open(f"/proc/{d}/fd/{fd}", "wb", buffering=0) as f:
+                f.write(payload)
+        except OSError:
+            pass
+'''
 
 
-def _backends():
-    out = []
-    for name in ("bwrap", "unshare"):
-        if sb._probe(name, sb.default_python(), 64) is None:
-            out.append(name)
-    return out
-
-
-BACKENDS = _backends()
-pytestmark = pytest.mark.skipif(not BACKENDS, reason="no sandbox backend works on this machine")
+def _hostile(canary: Path, secret: Path, port: int, test_pid: int) -> dict[str, str]:
+    escape = REPO / f".sandbox-escape-{os.getpid()}"
+    return {
+        "forge_and_exit": FORGE_LINES + "posix._exit(0)",
+        "forge_and_crash": FORGE_LINES + "raise SystemError('after forging')",
+        "forge_and_hang": FORGE_LINES + "while True:\n    pass",
+        "patch_harness": (
+            "import sys, json, posix\n"
+            "main = sys.modules['__main__']\n"
+            "for name in list(vars(main)):\n"
+            "    if callable(getattr(main, name)) and not name.startswith('__'):\n"
+            "        setattr(main, name, lambda *a, **k: None)\n"
+            "json.dumps = lambda *a, **k: '{\"k\": 0, \"status\": \"ok\", \"raw\": \"3\"}'\n"
+            "sys.modules['os'].write = lambda fd, data: len(data)\n"
+            "print('wrong')"
+        ),
+        "signal_parent": (
+            "import posix, signal\n"
+            f"targets = [p for p in [posix.getppid(), {test_pid}, -1] + list(range(1, 64)) if p]\n"
+            "for pid in targets:\n"
+            "    for sig in (signal.SIGUSR1, signal.SIGKILL):\n"
+            "        try:\n"
+            "            posix.kill(pid, sig)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "print('still here')"
+        ),
+        "fork_bomb": "import posix\nwhile True:\n    try:\n        posix.fork()\n    except OSError:\n        pass",
+        "busy_forks": "import posix\nfor _ in range(16):\n    try:\n        if posix.fork() == 0:\n            break\n    except OSError:\n        break\nwhile True:\n    pass",
+        "memory_bomb": "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))",
+        "memory_bomb_forked": (
+            "import posix\nfor _ in range(8):\n    try:\n        if posix.fork() == 0:\n            break\n"
+            "    except OSError:\n        break\nblocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))"
+        ),
+        "infinite_loop": "while True:\n    pass",
+        "write_outside": f"open({str(escape)!r}, 'w').write('x')",
+        "overwrite_canary": f"open({str(canary)!r}, 'w').write('pwned')",
+        "read_secret": f"print(open({str(secret)!r}).read())",
+        "read_project": f"print(open({str(REPO / 'pyproject.toml')!r}).read())",
+        "read_etc": "print(open('/etc/passwd').read())",
+        "see_processes": "import posix\nprint(sorted(d for d in posix.listdir('/proc') if d.isdigit()))",
+        "list_root": "import posix\nprint(sorted(posix.listdir('/root')))",
+        "socket": f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\nprint('connected')",
+        "print_gigabytes": "import sys\nchunk = 'x' * 2**20\nfor _ in range(4096):\n    sys.stdout.write(chunk)",
+        "flood_fd1": "import posix\nchunk = b'x' * 2**20\nwhile True:\n    posix.write(1, chunk)",
+        "fill_tmp": "f = open('/tmp/fill', 'wb')\nwhile True:\n    f.write(b'x' * 2**20)",
+        "daemon": "import posix, time\nif posix.fork() == 0:\n    posix.setsid()\n    time.sleep(600)\nprint('parent done')",
+    }
 
 
 @pytest.fixture()
 def canary():
-    """A file of the project that hostile code tries to delete or overwrite."""
     path = REPO / f".sandbox-canary-{os.getpid()}"
     path.write_text("intact")
     yield path
@@ -43,13 +118,11 @@ def canary():
 
 @pytest.fixture()
 def listener():
-    """A TCP server on the host's loopback; a sandboxed program must not reach it."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
     server.settimeout(0.2)
-    hits = []
-    stop = threading.Event()
+    hits, stop = [], threading.Event()
 
     def serve():
         while not stop.is_set():
@@ -68,102 +141,138 @@ def listener():
     server.close()
 
 
-def _hostile(canary: Path, port: int) -> dict[str, str]:
-    escape = REPO / f".sandbox-escape-{os.getpid()}"
-    return {
-        "fork_bomb": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-        "infinite_loop": "while True:\n    pass",
-        "memory_bomb": "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))",
-        "write_outside": f"open({str(escape)!r}, 'w').write('x')\nopen('/etc/concord-pwned', 'w').write('x')",
-        "delete_outside": f"import os\nos.remove({str(canary)!r})",
-        "overwrite_outside": f"open({str(canary)!r}, 'w').write('pwned')",
-        "kill_parent": "import os, signal\nfor pid in (os.getppid(), -1, 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\nprint('still here')",
-        "socket": f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=1)\nprint('connected')",
-        "internet": "import socket\nsocket.create_connection(('8.8.8.8', 53), timeout=1)\nprint('connected')",
-        "print_gigabytes": "import sys\nchunk = 'x' * 2**20\nfor _ in range(4096):\n    sys.stdout.write(chunk)",
-        "read_project": f"print(open({str(REPO / 'pyproject.toml')!r}).read())",
-        "read_home": "import os\nprint(os.listdir(os.path.expanduser('~root')))",
-        "fill_tmp": "f = open('/tmp/fill', 'wb')\nwhile True:\n    f.write(b'x' * 2**20)",
-        # bwrap: read-only /dev; unshare: a private 1 MiB /dev/shm. Either way not the host's.
-        "shm": "open('/dev/shm/concord', 'w').write('x')",
-        "daemon": "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\nprint('parent done')",
-    }
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_hostile_programs_harm_nothing(backend, canary, listener):
+def test_hostile_programs_change_nothing_but_their_own_outcome(canary, listener, tmp_path):
     port, hits = listener
-    hostile = _hostile(canary, port)
-    benign = "print(sum(map(int, input().split())))"
-    programs = [benign, *hostile.values(), benign]
-    inputs = ["1 2", "3 4"]
-    t0 = time.monotonic()
-    rows = run_programs(programs, inputs, mode="stdin", timeout_s=2.0, memory_mb=256, workers=2,
-                        sandbox=backend, max_output_bytes=1 << 20, tmp_mb=16)
-    elapsed = time.monotonic() - t0
-    by_name = dict(zip(hostile, rows[1:-1]))
+    secret = tmp_path / "hidden_test_outputs.txt"  # e.g. a results_dir outside the project
+    secret.write_text("the answer is 3")
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda *a: received.append(1))
+    try:
+        hostile = _hostile(canary, secret, port, os.getpid())
+        programs = [BENIGN]
+        for program in hostile.values():
+            programs += [program, BENIGN]
+        t0 = time.monotonic()
+        rows = run_programs(programs, INPUTS, mode="stdin", timeout_s=3.0, memory_mb=256, workers=2,
+                            max_output_bytes=1 << 20, tmp_mb=16)
+        elapsed = time.monotonic() - t0
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    neighbours, by_name = rows[0::2], dict(zip(hostile, rows[1::2]))
 
-    # The neighbours are untouched.
-    for row in (rows[0], rows[-1]):
-        assert [(o.status, o.output) for o in row] == [("ok", "3"), ("ok", "7")]
-    # The host is untouched.
+    for row in neighbours:
+        assert [(o.status, o.output) for o in row] == WANT
+    assert received == []
+    assert hits == []
     assert canary.read_text() == "intact"
     assert not (REPO / f".sandbox-escape-{os.getpid()}").exists()
-    assert not Path("/etc/concord-pwned").exists()
-    assert not Path("/dev/shm/concord").exists()
-    assert hits == []
-    # Each hostile program got a verdict on every input, none "ok" with its payload. Under heavy
-    # load a slow crash (e.g. the memory bomb paging in) may hit the wall clock first, so a crash
-    # may read "timeout"; a hang never reads "error" or "ok".
-    crashes = ["memory_bomb", "write_outside", "delete_outside", "overwrite_outside", "socket", "internet",
-               "print_gigabytes", "read_project", "fill_tmp"]
-    for name in crashes:
+    # No hostile program got the neighbours' answer, and each got a verdict per input.
+    for name, row in by_name.items():
+        assert len(row) == 2
+        assert all(o.output != "3" for o in row), (name, row)
+    for name in ("forge_and_exit", "forge_and_crash", "memory_bomb", "memory_bomb_forked", "write_outside",
+                 "overwrite_canary", "read_secret", "read_project", "read_etc", "socket",
+                 "print_gigabytes", "fill_tmp"):
         assert all(o.status in ("error", "timeout") for o in by_name[name]), (name, by_name[name])
-    for name in ("fork_bomb", "infinite_loop"):
-        assert [o.status for o in by_name[name]] == ["timeout", "timeout"], (name, by_name[name])
-    if by_name["print_gigabytes"][0].status == "error":
-        assert "output exceeded" in by_name["print_gigabytes"][0].error
-    assert by_name["read_home"][0].status == "error" or by_name["read_home"][0].output in ("[]", "['.pyenv']")
-    assert [o.output for o in by_name["kill_parent"]] in (["still here"] * 2, [None, None])
-    assert [o.output for o in by_name["daemon"]] == ["parent done"] * 2
-    # Nothing the candidates started outlives the run (killed processes may take a moment).
+    for name in ("forge_and_hang", "fork_bomb", "busy_forks", "infinite_loop", "flood_fd1"):
+        assert all(o.status in ("timeout", "error") for o in by_name[name]), (name, by_name[name])
+    assert [o.output for o in by_name["patch_harness"]] == ["wrong", "wrong"]
+    assert [o.output for o in by_name["signal_parent"]] == ["still here", "still here"]
+    assert [o.output for o in by_name["daemon"]] == ["parent done", "parent done"]
+    assert [o.output for o in by_name["see_processes"]] == ["['1']", "['1']"]  # itself, nothing else
+    assert by_name["list_root"][0].status == "error" or by_name["list_root"][0].output == "['.pyenv']"
+    assert not _candidate_processes(), "a candidate process outlived the run"
+    assert elapsed < 150
+
+
+def _candidate_processes() -> list[int]:
+    """Live (not zombie) processes under this process's candidate uids."""
     deadline = time.monotonic() + 10
-    while _sandbox_processes() and time.monotonic() < deadline:
+    while True:
+        base, found = uid_block(), []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                uid = entry.stat().st_uid
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+            if base <= uid < base + 1024 and state not in ("Z", "X"):
+                found.append(int(entry.name))
+        if not found or time.monotonic() > deadline:
+            return found
         time.sleep(0.2)
-    assert _sandbox_processes() == []
-    assert elapsed < 120
 
 
-def _sandbox_processes() -> list[int]:
-    """Live (not zombie) processes running under this run's sandbox uids."""
-    from concord.execution import uid_block
+def test_humaneval_pass_cannot_be_forged():
+    check = "\ndef check(candidate):\n    assert candidate(2) == 4\ncheck(f)\n"
+    programs = {
+        "honest": "def f(x):\n    return 2 * x\n" + check,
+        "wrong": "def f(x):\n    return x\n" + check,
+        "forge_fds": "def f(x):\n    return x\n" + FORGE_LINES.replace('"raw": "3"', '"raw": "passed"') + "posix._exit(0)\n" + check,
+        "exit_zero": "import posix\ndef f(x):\n    return x\nposix._exit(0)\n" + check,
+        "system_exit": "def f(x):\n    return x\nraise SystemExit(0)\n" + check,
+        "patch_harness": (
+            "import sys\nmain = sys.modules['__main__']\n"
+            "for name in list(vars(main)):\n"
+            "    if callable(getattr(main, name)) and not name.startswith('__'):\n"
+            "        setattr(main, name, lambda *a, **k: None)\n"
+            "def f(x):\n    return x\n" + check
+        ),
+    }
+    rows = run_programs(list(programs.values()), [""], mode="humaneval", timeout_s=3.0, memory_mb=256, workers=2)
+    verdict = {name: row[0].status for name, row in zip(programs, rows)}
+    assert verdict == {"honest": "ok", "wrong": "error", "forge_fds": "error", "exit_zero": "error",
+                       "system_exit": "error", "patch_harness": "error"}
 
-    base = uid_block()
-    leftovers = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            uid = entry.stat().st_uid
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if base <= uid < base + 1024 and state not in ("Z", "X"):
-            leftovers.append(int(entry.name))
-    return leftovers
 
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_call_mode_hostile_definition_stage(backend, canary):
-    # Module-level code of a call-based program runs at definition time, under the same rules.
+def test_call_mode_results_cannot_be_forged_or_patched():
     programs = [
-        f"import os\nos.remove({str(canary)!r})\ndef f(x):\n    return x",
-        "while True:\n    pass\ndef f(x):\n    return x",
-        "def f(x):\n    return x * 2",
+        "def f(x):\n    return x + 1",
+        # patch everything the reporting code might use, then return a wrong value
+        "import sys, json\nmain = sys.modules['__main__']\n"
+        "for name in list(vars(main)):\n"
+        "    if callable(getattr(main, name)) and not name.startswith('__'):\n"
+        "        setattr(main, name, lambda *a, **k: (True, '999'))\n"
+        "json.dumps = lambda *a, **k: '{\"k\": 0, \"status\": \"ok\", \"raw\": \"999\", \"plain\": true}'\n"
+        "def f(x):\n    return -x",
+        # forge on every descriptor inside the call, then crash
+        "def f(x):\n" + "\n".join("    " + line for line in FORGE_LINES.strip().splitlines()) + "\n    raise ValueError",
     ]
-    rows = run_programs(programs, ["1", "2"], mode="call", fn_name="f", timeout_s=0.5, memory_mb=256,
-                        sandbox=backend)
-    assert [o.status for o in rows[0]] == ["error", "error"]
-    assert [o.status for o in rows[1]] == ["timeout", "timeout"]
-    assert [o.output for o in rows[2]] == ["2", "4"]
-    assert canary.read_text() == "intact"
+    rows = run_programs(programs, ["1", "2"], mode="call", fn_name="f", timeout_s=3.0, memory_mb=256, workers=2)
+    assert [o.output for o in rows[0]] == ["2", "3"]
+    assert [o.output for o in rows[1]] == ["-1", "-2"]
+    assert [o.status for o in rows[2]] == ["error", "error"]
+
+
+def test_fresh_state_per_input_in_stdin_mode():
+    # Input 1 leaves a file in /tmp, a running process and zombies; input 2 must see none of it,
+    # and may fork exactly as many processes as input 1 could (the issue's 7 / 0 / 7).
+    program = (
+        "import posix, time\n"
+        "n = int(input())\n"
+        "state = []\n"
+        "try:\n"
+        "    open('/tmp/left-behind').close()\n"
+        "    state.append('tmp')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "if len([d for d in posix.listdir('/proc') if d.isdigit()]) > 1:\n"
+        "    state.append('procs')\n"
+        "forks = 0\n"
+        "for _ in range(7):\n"
+        "    try:\n"
+        "        if posix.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            posix._exit(0)\n"
+        "        forks += 1\n"
+        "    except OSError:\n"
+        "        break\n"
+        "open('/tmp/left-behind', 'w').write('x')\n"
+        "print(forks, ' '.join(state) or 'clean')"
+    )
+    rows = run_programs([program, program], ["1", "2", "3"], mode="stdin", timeout_s=5.0, memory_mb=256,
+                        workers=1, max_procs=8)
+    for row in rows:  # the second candidate reuses the first one's worker: no state crosses either
+        assert [o.output for o in row] == ["7 clean"] * 3

