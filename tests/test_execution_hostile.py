@@ -8,8 +8,10 @@ would show up as an ``ok`` with that output.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -276,3 +278,27 @@ def test_fresh_state_per_input_in_stdin_mode():
                         workers=1, max_procs=8)
     for row in rows:  # the second candidate reuses the first one's worker: no state crosses either
         assert [o.output for o in row] == ["7 clean"] * 3
+
+
+def test_without_root_children_shed_the_user_namespace_capabilities(tmp_path):
+    # The unprivileged path: bubblewrap makes a user namespace, children drop its capabilities.
+    python = "/usr/bin/python3"
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None or not os.path.exists(python):
+        pytest.skip("needs root (to become nobody), setpriv and a world-readable /usr/bin/python3")
+    script = (
+        "from concord.execution import run_programs\n"
+        "rows = run_programs(['import posix\\nprint(open(\"/proc/self/status\").read().split(\"CapEff:\")[1].split()[0])',"
+        " 'print(int(input()) * 2)'], ['21'], mode='stdin', timeout_s=5, memory_mb=256, python=" + repr(python) + ")\n"
+        "print([o.output for row in rows for o in row])\n"
+    )
+    src = str(REPO / "src")
+    if not all(os.stat(p).st_mode & 0o005 for p in [src, *map(str, Path(src).parents)]):
+        pytest.skip("the checkout is not readable by nobody")
+    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+                          capture_output=True, text=True, timeout=120, cwd="/",
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": src})
+    if "SandboxUnavailable" in proc.stderr:
+        pytest.skip("unprivileged user namespaces are not allowed here")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "['0000000000000000', '42']"

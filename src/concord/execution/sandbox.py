@@ -60,7 +60,11 @@ class Backend:
         if self.name == "none":
             return interp
         args = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+                "--unshare-uts", "--die-with-parent", "--new-session"]
+        if not cgroup_dir:
+            # With a worker cgroup the child must move from the runner's group into its sibling,
+            # which a cgroup namespace rooted at the runner's group would forbid.
+            args.append("--unshare-cgroup-try")
         if not self.privileged:
             args += ["--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL"]
         made: set[str] = set()
