@@ -66,6 +66,7 @@ include: "rules/train.smk"
 include: "rules/code.smk"
 include: "rules/scmoa.smk"
 include: "rules/report.smk"
+include: "rules/scorecard.smk"  # after every rule file that extends ALL_TARGETS
 include: "rules/audit.smk"
 
 

@@ -15,7 +15,9 @@ One row per printed number. Columns:
     the number as printed (percent for accuracies, percentage points for differences).
 ``spread_kind``, ``spread``, ``ci_lo``, ``ci_hi``
     the paper's reported spread: ``std`` (over seeds) or ``se`` (bootstrap standard error) in
-    ``spread``; ``ci95`` with ``ci_lo``/``ci_hi``; ``none`` when nothing is printed;
+    ``spread``; ``arm_std`` for CoRE's Δ columns, which print no spread of their own (the
+    tolerance is the std the paper prints for the arm; Base prints none); ``ci95`` with
+    ``ci_lo``/``ci_hi``; ``none`` when nothing is printed;
     ``lower_bound``/``upper_bound`` when the paper states a bound ("over 40%", "p < 0.05")
     instead of a value.
 ``setting``
@@ -52,7 +54,7 @@ SEED_PREFIX: dict[str, str] = {"core": "000", "fmv": "003", "scmoa": "004"}
 
 COLUMNS: tuple[str, ...] = ("id", "table", "row", "column", "measure", "value", "spread_kind", "spread", "ci_lo",
                             "ci_hi", "setting", "source", "quote", "formula", "note")
-SPREAD_KINDS: tuple[str, ...] = ("std", "se", "ci95", "none", "lower_bound", "upper_bound")
+SPREAD_KINDS: tuple[str, ...] = ("std", "se", "arm_std", "ci95", "none", "lower_bound", "upper_bound")
 SOURCES: tuple[str, ...] = ("table", "text", "derived")
 
 # What each setting key means, for the "different setting" explanations.
@@ -106,6 +108,8 @@ class PrintedCell:
     def spread_text(self) -> str:
         if self.spread_kind in ("std", "se") and self.spread is not None:
             return f"± {self.spread:g} ({self.spread_kind})"
+        if self.spread_kind == "arm_std" and self.spread is not None:
+            return f"± {self.spread:g} (its arm's std)"
         if self.spread_kind == "ci95":
             return f"95% CI [{self.ci_lo:g}, {self.ci_hi:g}]"
         if self.spread_kind == "lower_bound":
@@ -161,7 +165,7 @@ def parse_row(paper: str, row: dict[str, str]) -> PrintedCell:
         raise ValueError(f"{where}: source {row['source']!r} is not one of {', '.join(SOURCES)}")
     spread = _optional_float(row["spread"], f"{where}: spread")
     lo, hi = _optional_float(row["ci_lo"], f"{where}: ci_lo"), _optional_float(row["ci_hi"], f"{where}: ci_hi")
-    if kind in ("std", "se") and (spread is None or spread < 0):
+    if kind in ("std", "se", "arm_std") and (spread is None or spread < 0):
         raise ValueError(f"{where}: spread_kind {kind} needs a non-negative spread")
     if kind == "ci95" and (lo is None or hi is None or not lo <= float(text) <= hi):
         raise ValueError(f"{where}: a ci95 needs ci_lo <= value <= ci_hi")
