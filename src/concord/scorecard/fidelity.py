@@ -3,10 +3,11 @@
 ``docs/fidelity.md`` has one section per paper ("## CoRE", "## FMV", "## SC-MoA") and one for the
 shared core ("## Shared core"), each a Markdown table ``where | paper says | concord does | source``.
 Every row gets an anchor (``fid-<section>-<where, slugged>``). A row is linked to a printed cell
-when the row's *where* and *paper says* texts name something of the cell -- its table or figure
-("Table 1", "Tables 1-3", "Figure 5a"), its model, benchmark or method -- and every kind of thing
-the row names matches the cell (a row on "CISC on GPQA" links only CISC cells on GPQA). Rows that
-name none of these apply to every cell and are listed as such on the page.
+when the row's *where* text (or, if that names nothing, its *paper says* text) names something of
+the cell -- its table or figure ("Table 1", "Tables 1-3", "Figure 5a"), its model, benchmark or
+method -- and every kind of thing the row names matches the cell (a row on "CISC on GPQA" links
+only CISC cells on GPQA). Rows that name none of these apply to every cell and are listed as such
+on the page.
 """
 
 from __future__ import annotations
@@ -97,14 +98,14 @@ VOCABULARY: dict[str, dict[str, dict[str, str]]] = {
                   "qwen3-30b-a3b-instruct-2507": r"30B-A3B-Instruct",
                   "qwen3-30b-a3b-thinking-2507": r"30B-A3B-Thinking"},
         "method": {"mean": r"mean@", "best": r"best@", "semantic": r"[Ss]emantic [Vv]ot", "gencluster": r"GenCluster",
-                   "fmv_pointwise": r"[Pp]ointwise", "fmv": r"\bFMV\b(?![- ]TTRL)|\bJoint\b"},
+                   "fmv_pointwise": r"[Pp]ointwise", "fmv": r"\bFMV\b(?![- ]TTRL)|\bJoint\b|^vote\b"},
     },
     "scmoa": {
         "benchmark": {"bbh": r"\bBBH", "mmlu_ml": r"MMLU", "gpqa_diamond": r"GPQA", "aime": r"\bAIME",
                       "lcb_hard": r"\bLCB|LiveCodeBench"},
         "method": {"cot": r"[Zz]ero-shot|\bCoT\b", "sc": r"(?<![-\w])SC\b(?!-)|[Ss]elf-consistency",
                    "moa": r"(?<![-\w])MoA\b", "self_moa": r"Self-MoA", "textgrad": r"TextGrad", "goa": r"\bGoA",
-                   "scmoa": r"SC-MoA", "vote_pre": r"pre-refinement", "vote_post": r"post-refinement"},
+                   "scmoa": r"SC-MoA"},
     },
 }
 
@@ -154,7 +155,9 @@ def link_cells(paper: str, cells: Sequence[PrintedCell], rows: Sequence[Fidelity
     specific: dict[str, list[str]] = {cell.id: [] for cell in cells}
     general = []
     for row in rows:
-        tags = text_tags(paper, f"{row.where} {row.paper_says}")
+        # What the row's *where* names decides; only a *where* naming nothing falls back to the
+        # paper's words (a "paper says" text mentions much that the choice is not about).
+        tags = text_tags(paper, row.where) or text_tags(paper, f"{row.where} {row.paper_says}")
         if not tags:
             general.append(row)
             continue

@@ -18,9 +18,11 @@ path                                           columns read
 ``code/figures/{bench}/figure2_{left,right}``  ``model`` (label), ``method, n, accuracy, se``
 ``.csv``
 ``scmoa/{model}/{bench}/analysis/``            ``accuracy.csv``: ``method, n, accuracy, ci_lo, ci_hi``;
-``{accuracy,significance,flips}.csv``          ``significance.csv``: ``method, baseline, wins, losses,
-                                               mcnemar_p, delta, ci_lo, ci_hi``; ``flips.csv``:
-                                               ``beneficial, harmful, mcnemar_p``
+``{accuracy,significance,flips,``              ``significance.csv``: ``method, baseline, wins, losses,
+``tables29_30_synthesis_vs_vote}.csv``         mcnemar_p, delta, ci_lo, ci_hi``; ``flips.csv``:
+                                               ``beneficial, harmful, mcnemar_p``; the section-3 2x2 table:
+                                               rows ``Vote correct/wrong, Total`` x columns ``Synthesis
+                                               correct/wrong, Total``
 =============================================  ==========================================================
 
 FMV rows are told apart by an ``arm`` column when a table has one, else by their labels
@@ -40,6 +42,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from concord import stats
+
 MEAN_ROW_LABEL = "Mean Δ vs. Base"  # concord's CoRE tables name their Mean-Δ row so
 CORE_ARMS: tuple[str, ...] = ("base", "majority", "ec", "cisc", "core")
 CORE_PAPER_SEEDS = 3
@@ -48,6 +52,8 @@ SCMOA_T13_BENCHMARKS: tuple[str, ...] = ("bbh", "gpqa_diamond", "lcb_hard")
 SCMOA_T13_BASELINES: tuple[str, ...] = ("moa", "self_moa", "sc", "textgrad")
 # Table 31's QA total (BBH, GPQA-Diamond, AIME).
 SCMOA_QA_BENCHMARKS: tuple[str, ...] = ("aime", "bbh", "gpqa_diamond")
+# Tables 29-30: majority vote vs synthesis over the same pre-refinement proposals (section 3).
+SECTION3_TABLE = "tables29_30_synthesis_vs_vote"
 
 
 @dataclass
@@ -342,9 +348,18 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, bench: str, config:
             if _finite(getattr(row, "ci_hi", None)) is not None:
                 out.append(Reproduced("scmoa", f"ci_hi:{model}:{bench}:{row.baseline}", 100 * float(row.ci_hi), rel,
                                       "", dict(setting), listed=False))
-            if row.baseline == "vote_pre":
-                out += _flip_measures("pre", model, bench, int(row.wins), int(row.losses), float(row.mcnemar_p),
-                                      n_questions, rel, setting)
+    if SECTION3_TABLE in tables:
+        rel = f"{rel_dir}/{SECTION3_TABLE}.csv"
+        table = pd.read_csv(analysis / f"{SECTION3_TABLE}.csv", keep_default_na=False, index_col=0)
+        try:
+            beneficial = int(table.loc["Vote wrong", "Synthesis correct"])
+            harmful = int(table.loc["Vote correct", "Synthesis wrong"])
+            n = int(table.loc["Total", "Total"])
+        except KeyError as exc:
+            raise ValueError(f"{rel}: expected the 2x2 table with rows 'Vote correct', 'Vote wrong', 'Total' and "
+                             f"columns 'Synthesis correct', 'Synthesis wrong', 'Total' ({exc} missing)") from None
+        out += _flip_measures("pre", model, bench, beneficial, harmful, stats.mcnemar(beneficial, harmful), n, rel,
+                              {**setting, "n_questions": str(n)})
     if "flips" in tables:
         rel = f"{rel_dir}/flips.csv"
         flips = pd.read_csv(analysis / "flips.csv")
@@ -417,7 +432,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("fmv_table", re.compile(r"^code/tables/table(?P<table>[12])\.csv$")),
     Kind("fmv_figure2", re.compile(r"^code/figures/(?P<bench>[^/]+)/figure2_(left|right)\.csv$")),
     Kind("scmoa", re.compile(r"^scmoa/(?P<model>[^/]+)/(?P<bench>[^/]+)/analysis/"
-                             r"(?P<table>accuracy|significance|flips)\.csv$")),
+                             r"(?P<table>accuracy|significance|flips|tables29_30_synthesis_vs_vote)\.csv$")),
 )
 
 
