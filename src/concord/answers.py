@@ -8,6 +8,9 @@ and replaced within milliseconds. The worker announces each parse/verify before 
 the parent knows which answer (or pair) hung, remembers it as opaque, and resumes the remaining
 work in the fresh worker. Works from any thread; POSIX only (fork, Unix sockets).
 
+Answer policies (``extract_answer``): ``strict`` reads the last complete ``\\boxed{}``; ``ttrl``
+reproduces TTRL's extractor (:mod:`concord.ttrl_extraction`), where the empty answer ``""`` votes.
+
 Grouping N answers avoids N^2 symbolic comparisons: answers first collapse by a cheap canonical key
 (presentation-only LaTeX clean-up, rational literals in normal form, multiple-choice letters);
 pairs of rationals and letters are then decided exactly without math-verify, and only the
@@ -84,20 +87,105 @@ def extract_boxed(text: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Answer policies: what a roll-out's answer is
+# ---------------------------------------------------------------------------------------------
+
+#: ``ttrl``: TTRL's extractor (last ``boxed``, "the answer is", the last number, its normalisation);
+#: every generation yields a string, ``""`` when nothing is found, and that string votes.
+#: ``strict``: the content of the last complete, non-empty ``\boxed{}``, else None (no vote).
+POLICIES = ("ttrl", "strict")
+TASKS = ("math", "multiple_choice")
+
+
+def check_policy(policy: str) -> str:
+    """``policy`` itself, or a ValueError naming the allowed values."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown answer policy {policy!r}; allowed: {', '.join(POLICIES)} (config key answers.policy)")
+    return policy
+
+
+def extract_answer(text: str | None, policy: str = "strict", *, task: str = "math") -> str | None:
+    r"""The answer a roll-out gives under ``policy``: the string that forms its vote class.
+
+    ``None`` means unanswered (no vote, no node, reward 0); ``""`` is an answer like any other
+    (``ttrl`` only: an empty generation, an empty box, a text without a number). A ``None`` text
+    (no generation at all) is unanswered under both policies. For ``multiple_choice`` a choice
+    letter is reduced to the bare letter; under ``strict`` anything else is unanswered, under
+    ``ttrl`` it still votes as written (the paper keeps one ``\boxed{}`` channel and one grader for
+    multiple choice, Appendix I).
+    """
+    check_policy(policy)
+    _check_task(task)
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise TypeError(f"extract_answer expects a string, got {type(text).__name__}")
+    if policy == "strict":
+        answer = extract_boxed(text)
+        return answer if task == "math" or answer is None else normalize_choice(answer)
+    from concord.ttrl_extraction import ttrl_answer
+
+    answer = ttrl_answer(text)
+    return answer if task == "math" else normalize_choice(answer) or answer
+
+
+def graded_answer(text: str | None, policy: str = "strict", *, task: str = "math") -> str | None:
+    r"""The answer as the model wrote it, for grading against gold under ``policy``.
+
+    ``strict``: the same as :func:`extract_answer`. ``ttrl``: the text TTRL's extractor located,
+    *before* its normalisation, which is lossy (``1\pm\sqrt{2}`` loses its ``\pm`` as a unit word,
+    ``t+1`` its ``t``); grading reads what was written, so a correct answer is never graded wrong
+    because of the vote's string surgery (docs/fidelity.md).
+    """
+    check_policy(policy)
+    _check_task(task)
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise TypeError(f"graded_answer expects a string, got {type(text).__name__}")
+    if policy == "strict":
+        return extract_answer(text, "strict", task=task)
+    from concord.ttrl_extraction import ttrl_span
+
+    span = ttrl_span(text)
+    return span if task == "math" else normalize_choice(span) or span
+
+
+def _check_task(task: str) -> None:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; allowed: {', '.join(TASKS)}")
+
+
+# ---------------------------------------------------------------------------------------------
 # Canonical keys (cheap, sound: two answers with the same key are the same answer)
 # ---------------------------------------------------------------------------------------------
+#
+# math-verify reads whitespace: "32, 349" is the set {32, 349} but "32,349" is 32349; "28 percent"
+# is 28% but "28percent" is a product of letters. So the key never glues two tokens that could
+# read differently once joined. Each rewrite below has a test with a counter-example that must
+# keep its meaning (tests/test_answers.py, "canonical rewrites").
 
 _CHOICE_LETTERS = "ABCDEFGHIJ"
 _TEXT_WRAPPER = re.compile(r"^\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{(.*)\}$", re.DOTALL)
 _CHOICE = re.compile(rf"^\(?([{_CHOICE_LETTERS}])\)?\.?$")
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
-# Presentation-only LaTeX: sizing of delimiters, display style, explicit spacing.
-_PRESENTATION = re.compile(r"\\left(?![A-Za-z])|\\right(?![A-Za-z])|\\displaystyle|\\[!,;:> ]|~")
-_FRAC_VARIANTS = re.compile(r"\\[dt]frac(?![A-Za-z])")
-_THOUSANDS = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")
 _UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
-# A space after a control word before a letter is meaningful (``\pi r`` is not ``\pir``).
-_NEEDED_SPACE = re.compile(r"(\\[A-Za-z]+)\s+(?=[A-Za-z])")
+# A control word, a control symbol (``\\`` -- a row break -- is one token, never half of one),
+# a run of whitespace, or one character.
+_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\s+|.", re.DOTALL)
+# Presentation only: delimiter sizing and display style change nothing; ``\!`` (a negative thin
+# space) is deleted as math-verify deletes it; the other spacing commands are spaces.
+_DROPPED = frozenset({r"\left", r"\right", r"\displaystyle", r"\textstyle", r"\!"})
+_SPACES = frozenset({r"\,", r"\;", r"\:", r"\>", "\\ ", "~"})
+_FRAC_VARIANTS = frozenset({r"\dfrac", r"\tfrac"})
+# Inside these groups spaces are text ("\text{ and }"): kept, only collapsed.
+_TEXT_COMMANDS = frozenset({r"\text", r"\textbf", r"\textrm", r"\textit", r"\mathrm", r"\mbox", r"\operatorname"})
+# Characters that can fuse with a neighbour into another reading when a space between them goes.
+_FUSIBLE = re.compile(r"[A-Za-z0-9.]")
+# Thousands separators: LaTeX's "{,}" between digit groups; a thin space or a space only when the
+# whole answer is one number in SI digit groups ("1 000 000", "1\,000").
+_THOUSANDS = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")
+_SI_NUMBER = re.compile(r"^[+-]?\d{1,3}(?:(?: |\\,)\d{3})+(?:\.\d+)?$")
 
 
 def normalize_choice(answer: str | None) -> str | None:
@@ -122,30 +210,71 @@ def canonical_answer(answer: str) -> str:
     """Cheap canonical key: presentation-only LaTeX removed, rational literals in normal form.
 
     ``142.0`` and ``0142`` -> ``142``; ``\\dfrac{6}{8}``, ``6/8`` and ``\\frac68`` -> ``3/4``;
-    ``\\left( 3 \\right)`` -> ``(3)``; ``\\text{(B)}`` -> ``B``. Every rewrite preserves meaning,
-    so equal keys may be merged without a symbolic check; different keys go to
-    :func:`decide_cheaply` and then math-verify. Decimals keep decimal form (``0.75``) because
-    math-verify compares floats with rounding, which an exact fraction would lose.
+    ``\\left( 3 \\right)`` -> ``(3)``; ``\\text{(B)}`` -> ``B``; ``""`` stays ``""`` (the empty
+    answer). Every rewrite preserves meaning, so equal keys may be merged without a symbolic
+    check; different keys go to :func:`decide_cheaply` and then math-verify. Decimals keep decimal
+    form (``0.75``) because math-verify compares floats with rounding, which an exact fraction
+    would lose.
     """
     if not isinstance(answer, str):
         raise TypeError(f"an answer must be a string, got {type(answer).__name__}")
     letter = normalize_choice(answer)
     if letter is not None:
         return letter
-    s = _UNESCAPED_DOLLAR.sub("", answer)
-    s = _PRESENTATION.sub(" ", s)
-    s = _FRAC_VARIANTS.sub(r"\\frac", s)
-    s = _NEEDED_SPACE.sub("\\1\x00", s)
-    s = "".join(s.split()).replace("\x00", " ")
+    s = _tidy_latex(_UNESCAPED_DOLLAR.sub("", answer))
+    if _SI_NUMBER.match(s):
+        s = s.replace("\\,", "").replace(" ", "")
     s = _THOUSANDS.sub("", s)
     if s.endswith(".") and len(s) > 1:
-        s = s[:-1]
+        s = s[:-1].rstrip()
     if _NUMBER.match(s):
         return _decimal_key(s)
     fraction = _fraction_literal(s)
     if fraction is not None:
         return _fraction_key(fraction)
     return s
+
+
+def _tidy_latex(s: str) -> str:
+    """Drop presentation-only tokens and every space that cannot change the reading."""
+    tokens: list[str] = []
+    text_depth = 0  # > 0 inside the brace group of a text command
+    pending_text_group = False
+    glued = False  # just after ",\!": the thousands separator of the MATH data ("32,\! 349" is 32349)
+    for tok in _TOKEN.findall(s):
+        if tok in _DROPPED:
+            glued = tok == r"\!" and bool(tokens) and tokens[-1] == ","
+            continue
+        if tok in _SPACES or tok.isspace():
+            if tokens and tokens[-1] != " " and not glued:
+                tokens.append(" ")
+            continue
+        glued = False
+        if tok in _FRAC_VARIANTS:
+            tok = r"\frac"
+        if tokens and tokens[-1] == " ":
+            keep = text_depth > 0 or _space_needed(tokens[-2] if len(tokens) > 1 else "", tok)
+            tokens[-1] = " " if keep else ""
+        if tok == "{" and (pending_text_group or text_depth):
+            text_depth += 1
+        elif tok == "}" and text_depth:
+            text_depth -= 1
+        pending_text_group = tok in _TEXT_COMMANDS
+        tokens.append(tok)
+    return "".join(tokens).strip()
+
+
+def _space_needed(before: str, after: str) -> bool:
+    """Whether a space between two tokens can matter to a reader of the answer."""
+    if not before:
+        return False
+    if before.startswith("\\") and before[1:].isalpha():
+        return after[:1].isalpha()  # "\pi r" is not "\pir"
+    if before == ",":
+        return after[:1].isdigit()  # "32, 349" is a list, "32,349" a number
+    if after == ",":
+        return before[-1:].isdigit()
+    return bool(_FUSIBLE.fullmatch(before[-1]) and _FUSIBLE.fullmatch(after[0]))  # "2 100", "28 percent"
 
 
 # \frac{P}{Q}, \frac PQ (one digit each), \frac{P}Q, \frac P{Q}, P/Q with integer P, Q.
@@ -183,7 +312,9 @@ def _fraction_key(value: Fraction) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def key_info(key: str) -> tuple[str, Fraction | None]:
-    """(kind, exact value) of a canonical key; kind is ``rational``, ``choice`` or ``expr``."""
+    """(kind, exact value) of a canonical key; kind is ``empty``, ``rational``, ``choice`` or ``expr``."""
+    if not key:
+        return "empty", None
     if len(key) == 1 and key in _CHOICE_LETTERS:
         return "choice", None
     if _NUMBER.match(key):
@@ -201,13 +332,13 @@ _NEAR = Fraction(1, 10**5)
 def decide_cheaply(a: str, b: str) -> bool | None:
     """Equivalence of two canonical keys when it needs no symbolic work, else None.
 
-    Multiple-choice letters equal only themselves; two rational literals compare exactly, except
-    near-equal values, which are left to math-verify's float rounding.
+    The empty answer and multiple-choice letters equal only themselves; two rational literals
+    compare exactly, except near-equal values, which are left to math-verify's float rounding.
     """
     if a == b:
         return True
     (ka, va), (kb, vb) = key_info(a), key_info(b)
-    if ka == "choice" or kb == "choice":
+    if ka in ("empty", "choice") or kb in ("empty", "choice"):
         return False
     if ka == "rational" and kb == "rational":
         if va == vb:
@@ -260,9 +391,12 @@ def cluster_keys(keys: Sequence[str], equivalent: Callable[[str, str], bool]) ->
 
 
 def is_equivalent(a: str | None, b: str | None, *, verifier: "Verifier | None" = None) -> bool:
-    """Mathematical equivalence of two answers (None is equivalent to nothing).
+    """Mathematical equivalence of two answers, for grouping (None is equivalent to nothing).
 
-    Symmetric: math-verify is asked in both directions (it is asymmetric for ``x=5`` vs ``5``).
+    Symmetric and conservative: equal canonical keys, equal rationals, or math-verify verifying
+    *both* directions. math-verify is asymmetric by design (a gold ``a+3z=0`` accepts the
+    prediction ``0``; a gold set accepts a tuple): one direction is a grading verdict, not an
+    equivalence, and merging on it would put a wrong answer into a right answer's class.
     """
     if a is None or b is None:
         return False
@@ -325,16 +459,22 @@ def _decide_locally(a: str, b: str, *, opaque: set[str]) -> bool:
 
 
 def grade(pred: str | None, gold: str | int | float, *, verifier: "Verifier | None" = None) -> bool:
-    """Is the extracted answer ``pred`` correct for ``gold``? (evaluation; gold goes first into
-    math-verify, which is asymmetric). Multiple-choice golds compare letters."""
+    """Is the answer ``pred`` correct for ``gold``? math-verify's gold-to-prediction verdict
+    (evaluation: gold goes first, math-verify is asymmetric), after meaning-preserving keys.
+    Multiple-choice golds compare letters; an empty or missing answer is never correct.
+
+    Pass the answer as written (:func:`graded_answer`), not a lossy vote string.
+    """
     if pred is None:
         return False
     if isinstance(gold, bool) or not isinstance(gold, (str, int, float)):
         raise TypeError(f"gold must be str, int or float, got {type(gold).__name__}")
     gold_key, pred_key = canonical_answer(str(gold)), canonical_answer(pred)
+    if not gold_key:
+        raise ValueError(f"gold answer {gold!r} is empty; every question needs a gold answer to be graded")
     if gold_key == pred_key:
         return True
-    if key_info(gold_key)[0] == "choice" or key_info(pred_key)[0] == "choice":
+    if key_info(pred_key)[0] == "empty" or "choice" in (key_info(gold_key)[0], key_info(pred_key)[0]):
         return False
     verifier = verifier or default_verifier()
     if gold_key in verifier.opaque or pred_key in verifier.opaque or too_complex(gold_key) or too_complex(pred_key):
@@ -701,8 +841,9 @@ def _worker_loop(sock: socket.socket, memory_mb: int, template_pid: int) -> None
             cheap = decide_cheaply(a, b)
             if cheap is not None:
                 return cheap
-            # Grouping needs a symmetric relation; math-verify is asymmetric (``x=5`` vs ``5``).
-            return usable(a, b) and (verified(a, b) or verified(b, a))
+            # Grouping needs a symmetric relation and math-verify is asymmetric (``a+3z=0`` accepts
+            # ``0``): only a verdict in both directions is an equivalence.
+            return usable(a, b) and verified(a, b) and verified(b, a)
 
         try:
             for job_id, job in jobs:
@@ -758,14 +899,19 @@ def _exit_when_orphaned(parent: int) -> None:
 __all__ = [
     "MAX_SYMBOLIC_CHARS",
     "MAX_SYMBOLIC_DEPTH",
+    "POLICIES",
+    "TASKS",
     "Verifier",
     "WorkerError",
     "canonical_answer",
+    "check_policy",
     "cluster_keys",
     "decide_cheaply",
     "default_verifier",
+    "extract_answer",
     "extract_boxed",
     "grade",
+    "graded_answer",
     "group_answers",
     "group_answers_batch",
     "is_equivalent",
