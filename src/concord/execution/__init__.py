@@ -19,7 +19,13 @@ N x K matrix of :class:`Outcome`. The parts:
 """
 
 from concord.execution.compare import outputs_match
-from concord.execution.normalize import canonical_value, normalize_stdout, parse_call_input, parse_value
+from concord.execution.normalize import (
+    canonical_value,
+    normalize_stdout,
+    normalize_value,
+    parse_call_input,
+    parse_value,
+)
 from concord.execution.outcome import MODES, REPR_PREFIX, STATUSES, Limits, Outcome, normalize_mode
 from concord.execution.runner import run_programs, uid_block
 from concord.execution.sandbox import SandboxError, SandboxUnavailable, resolve_backend
@@ -34,6 +40,7 @@ __all__ = [
     "uid_block",
     "outputs_match",
     "normalize_stdout",
+    "normalize_value",
     "canonical_value",
     "parse_value",
     "parse_call_input",

@@ -10,6 +10,9 @@ Creating them needs a writable cgroup v2 hierarchy with the ``memory``, ``pids``
 controllers delegated to us. Where the kernel does not allow that (cgroup v1 or hybrid hosts,
 unprivileged users without delegation), candidates get rlimits instead -- address space per
 process, process count per candidate uid, CPU seconds per process -- and one warning says so.
+CPU share then rests on the scheduler's autogroups (``kernel.sched_autogroup_enabled``): each
+worker's runner leads a session of its own (bubblewrap ``--new-session``), so the many processes
+of one candidate share one worker's slice instead of outnumbering a neighbour's one process.
 """
 
 from __future__ import annotations
@@ -137,7 +140,7 @@ def worker_cgroup() -> WorkerCgroup | None:
             log.warning(
                 "cgroups v2 unavailable (%s): candidates get rlimits instead -- address space per process "
                 "(a candidate may use up to max_procs x memory_mb in total), process count per candidate "
-                "uid, CPU seconds per process, and no CPU share", reason)
+                "uid, CPU seconds per process; CPU shared per worker session only through autogroups", reason)
         return None
 
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from concord.execution.harness import _encoder
 from concord.execution.outcome import REPR_PREFIX, STATUSES, Outcome
 
-__all__ = ["normalize_stdout", "parse_value", "canonical_value", "to_outcome", "parse_call_input"]
+__all__ = ["normalize_stdout", "normalize_value", "parse_value", "canonical_value", "to_outcome", "parse_call_input"]
 
 _render = _encoder(1 << 62)
 
@@ -25,6 +25,16 @@ _render = _encoder(1 << 62)
 def normalize_stdout(text: str) -> str:
     """LiveCodeBench's view of a stdout (``get_stripped_lines``): the stripped text, each line stripped."""
     return "\n".join(line.strip() for line in text.strip().split("\n"))
+
+
+def normalize_value(value) -> str:
+    """The recorded output of a call-mode return value: its canonical literal text (what the
+    vote compares exactly), or ``repr:`` + its repr when it has no literal form."""
+    try:
+        plain, text = _render(value)
+    except (RecursionError, MemoryError, ValueError):
+        return REPR_PREFIX + "<unrepresentable>"
+    return text if plain else REPR_PREFIX + text
 
 
 def parse_call_input(text: str) -> list:

@@ -27,6 +27,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "bwrap", "none")
+_REMOVED = {"unshare": "the unshare backend was removed (its filesystem view was a deny-list); use bwrap"}
 ENV_BACKEND = "CONCORD_SANDBOX"  # auto | bwrap | none (none = explicit opt-out)
 CGROUP_MOUNT = "/run/concord-cgroup"  # where a worker's candidate cgroup appears in the sandbox
 
@@ -153,14 +154,17 @@ def _is_within(path: str, top: str) -> bool:
 
 def requested_backend(name: str | None) -> str:
     name = name or os.environ.get(ENV_BACKEND) or "auto"
+    if name in _REMOVED:
+        raise ValueError(f"sandbox backend {name!r}: {_REMOVED[name]}")
     if name not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {name!r} (from argument or ${ENV_BACKEND}); choose one of {BACKENDS}")
     return name
 
 
-def resolve_backend(name: str | None = None, python: str | None = None) -> Backend:
+def resolve_backend(name: str | None = None, python: str | None = None, tmp_mb: int | None = None) -> Backend:
     """Pick and probe a backend: ``auto`` means bubblewrap, and without a working one it
-    refuses unless ``none`` was asked for explicitly (argument or ``$CONCORD_SANDBOX=none``)."""
+    refuses unless ``none`` was asked for explicitly (argument or ``$CONCORD_SANDBOX=none``).
+    ``tmp_mb`` is accepted for compatibility; each child's ``/tmp`` size comes with its job."""
     name = requested_backend(name)
     python = python or default_python()
     candidate = "bwrap" if name == "auto" else name
@@ -196,9 +200,15 @@ def _world_accessible(path: str) -> bool:
     return all(parent.stat().st_mode & 0o001 for parent in current.parents)
 
 
+def _probe(name: str, python: str, tmp_mb: int | None = None) -> str | None:
+    """None when ``name`` can run a trivial program end to end here, else why not (cached)."""
+    return _probe_cached(name, python)
+
+
 @functools.lru_cache(maxsize=16)
-def _probe(name: str, python: str) -> str | None:
-    """None when ``name`` can run a trivial program end to end here, else why not."""
+def _probe_cached(name: str, python: str) -> str | None:
+    if name in _REMOVED:
+        return _REMOVED[name]
     if name == "bwrap" and shutil.which("bwrap") is None:
         return "bwrap not found on PATH"
     if name == "none":
@@ -210,3 +220,6 @@ def _probe(name: str, python: str) -> str | None:
         return probe(make_backend(name, python))
     except SandboxError as exc:
         return str(exc)
+
+
+_probe.cache_clear = _probe_cached.cache_clear  # type: ignore[attr-defined]
