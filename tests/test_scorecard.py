@@ -359,3 +359,41 @@ def test_snakemake_scorecard_is_planned_and_run_on_a_tiny_config(tmp_path):
     assert "figure2:accuracy:tiny:humaneval:fmv:4" in (out / "fmv.md").read_text()
     sidecars = list((root / ".manifest").rglob("*.json")) if (root / ".manifest").is_dir() else []
     assert any("scorecard" in p.as_posix() for p in sidecars), "the outputs are registered in the manifest"
+
+
+def test_the_real_core_writers_feed_the_scorecard(tmp_path):
+    """concord's own Table and Figure 5a commands, on evaluation files whose seeds reproduce the
+    printed MATH-L4/L5 cells (mean and population std over 3 seeds), give 'within' throughout."""
+    printed = _printed("core")
+    cells = sorted({(k.split(":")[1], k.split(":")[2]) for k in printed if k.startswith("pass_at_1:")
+                    and k.split(":")[2] in ("math_l4", "math_l5")})
+    root = tmp_path / "results"
+    for model, bench in cells:
+        for arm in ("base", "cisc", "core"):
+            cell = printed[f"pass_at_1:{model}:{bench}:{arm}"]
+            # Three seeds m - s*sqrt(3/2), m, m + s*sqrt(3/2): mean m, population std s (the paper's ddof=0).
+            step = (cell.spread or 0.0) * 1.5 ** 0.5
+            for seed, value in enumerate((cell.value - step, cell.value, cell.value + step)):
+                path = root / f"eval/{model}/{bench}/{arm}/seed{seed}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"pass_at_1": value / 100, "k": 16, "per_question": []}))
+    models = sorted({m for m, _ in cells})
+    config = {**PAPER_CONFIG, "models": {m: {"family": "F"} for m in models},
+              "benchmarks": {"math_l4": {}, "math_l5": {}}, "arms": ["cisc", "core"], "seeds": [0, 1, 2],
+              "report": {"tables": {"table1": models}, "fig5a_benchmarks": ["math_l4", "math_l5"], "std_ddof": 0}}
+    env = {**os.environ, "CONCORD_RESULTS_DIR": str(root)}
+    for command in (["table", "--table", "table1"], ["figure", "--figure", "figure5a"]):
+        proc = subprocess.run([sys.executable, "-m", "concord", *command, "--results", str(root),
+                               "--config-json", json.dumps(config)], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    files = [root / "tables/table1.csv", root / "figures/figure5a.json", root / "figures/figure5a.csv"]
+    out = tmp_path / "scorecard"
+    build(files, root, config, out)
+    verdicts = _verdicts(out, "core")
+    judged = {k: v for k, v in verdicts.items() if k.startswith("t") and (".math_l4." in k or ".math_l5." in k)
+              and k.split(".")[-1] in ("base", "cisc", "core", "delta_cisc", "delta_core")}
+    assert len(judged) == 14 * 5 and set(judged.values()) == {"within"}, \
+        {k: v for k, v in judged.items() if v != "within"}
+    for key in ("fig5a.wins", "fig5a.n_cells", "fig5a.sign_test_p", "fig5a.wilcoxon_p"):
+        assert verdicts[key] == "within", key
