@@ -74,9 +74,12 @@ def test_scmoa_run_and_report_commands(tiny_dir, tmp_path):
          "tests_hidden": [{"type": "assert", "code": "assert candidate(-1) == 0", "entry_point": "inc"}]},
     ]
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    settings = {"n": 3, "k": 1, "k_sweep": [1, 2], "methods": ["cot", "sc", "moa", "self_moa"], "sc_k": 3,
-                "moa_n": 2, "self_moa_k": 2, "gate_thresholds": [0.6, 1.0], "sampling": {"max_tokens": 24},
-                "code": {"timeout_s": 5, "memory_mb": 512}, "n_resamples": 200}
+    settings = {"n": 3, "k": 1, "k_sweep": [1, 2], "n_sweep": [2],
+                "methods": ["cot", "sc", "sc_temp", "moa", "moa_para", "persona_moa", "self_moa", "textgrad", "goa",
+                            "pairwise_judge"],
+                "sc_k": 3, "moa_n": 2, "self_moa_k": 2, "persona_moa_n": 2, "textgrad_iterations": 1,
+                "diversity_sources": [["persona", 0.0]], "gate_thresholds": [0.6, 1.0],
+                "sampling": {"max_tokens": 24}, "code": {"timeout_s": 5, "memory_mb": 512}, "n_resamples": 200}
     out = tmp_path / "records.json"
     settings.update(section3=True, views=["answer_only", "q_only_agg", "minority_only"])
     argv = ["scmoa-run", "--questions", str(questions), "--out", str(out), "--cache-dir", str(tmp_path / "cache"),
@@ -87,6 +90,8 @@ def test_scmoa_run_and_report_commands(tiny_dir, tmp_path):
     q = payload["questions"][2]
     assert q["task"] == "code" and set(q["methods"]) >= {"scmoa", "cot", "sc", "moa", "self_moa", "gated_0.6", "gated_1"}
     assert set(q["k_sweep"]) == {"1", "2"} and len(q["agents_correct"]) == 3 and len(q["sc_correct"]) == 3
+    assert {"textgrad", "goa", "goa_max", "persona_moa", "moa_para", "sc_t0.7", "pairwise_judge"} <= set(q["methods"])
+    assert "public_pass" in q["methods"]["textgrad"] and set(q["n_sweep"]) == {"2"}
     assert payload["questions"][0]["methods"]["sc"]["calls"] == 3
     assert payload["questions"][0]["methods"]["moa"]["calls"] >= 2 * 2 + 1  # 2N+1, plus its paraphrase call(s)
     first = payload["questions"][0]
@@ -101,14 +106,21 @@ def test_scmoa_run_and_report_commands(tiny_dir, tmp_path):
     assert cli_main(["scmoa-report", "--records", str(out), "--out-dir", str(report_dir), "--title", "tiny",
                      "--settings", json.dumps(settings)]) == 0
     for stem in ("accuracy", "significance", "flips", "transition", "diversity", "error_correlation", "reliability",
-                 "selective", "gating_sweep", "k_sweep", "k_sweep_h1", "tables29_30_synthesis_vs_vote"):
+                 "selective", "gating_sweep", "k_sweep", "k_sweep_h1", "tables29_30_synthesis_vs_vote",
+                 "table13_significance_all_pairs", "table15_public_private", "table17_error_correlation",
+                 "table21_override", "table22_override_decomposition", "table23_oracle", "table26_sampling_protocol",
+                 "table27_diversity_source", "table28_tokens", "table40_selection"):
         for ext in ("csv", "md", "tex"):
             assert (report_dir / f"{stem}.{ext}").stat().st_size > 0
-    for stem in ("calibration", "transition", "diversity", "sweeps"):
+    for stem in ("calibration", "transition", "diversity", "sweeps", "figure3_pareto", "figure4b_consensus_gain",
+                 "figure6c_n_sweep"):
         for ext in ("png", "pdf"):
             assert (report_dir / f"{stem}.{ext}").stat().st_size > 0
     text = (report_dir / "summary.json").read_text()
     assert "NaN" not in text and "Infinity" not in text  # strict JSON
     summary = json.loads(text)
     assert summary["n_questions"] == 3 and summary["transition_below_diagonal"] == 0
+    assert "persona-diverse" in (report_dir / "table17_error_correlation.md").read_text()
+    assert "Dawid-Skene" in (report_dir / "table40_selection.md").read_text()
+    assert "textgrad" in (report_dir / "table28_tokens.csv").read_text()
     assert summary["provenance"]["inputs"]

@@ -20,11 +20,14 @@ log = logging.getLogger(__name__)
 
 #: Defaults of the ``scmoa`` config section (mirrored in config/schema.yaml).
 DEFAULT_SETTINGS = {
-    "n": 5, "k": 2, "k_sweep": [], "methods": ["cot", "sc", "moa", "self_moa"], "sc_k": 10, "moa_n": 4,
+    "n": 5, "k": 2, "k_sweep": [], "methods": ["cot", "sc", "moa", "moa_para", "self_moa", "textgrad", "goa"],
+    "sc_k": 10, "moa_n": 4,
     "self_moa_k": 6, "gate_thresholds": [0.6, 1.0], "perturbation": "paraphrase", "max_paraphrase_attempts": 3,
     "sampling": {"temperature": 0.0, "max_tokens": 512}, "code": {"timeout_s": 6.0, "memory_mb": 1024},
     "n_resamples": 10000, "seed": 0, "qa_clustering": "string", "section3": False, "views": [],
-    "trace_chars": None, "roles": {}, "on_error": "fail",
+    "trace_chars": None, "roles": {}, "on_error": "fail", "n_sweep": [], "sc_temperatures": [0.7],
+    "persona_moa_n": 5, "textgrad_iterations": 3, "moa_pool": [], "goa_pool": [], "goa_k": None,
+    "goa_temperature": 0.7, "diversity_sources": [],
 }
 #: Keys of the section that say where questions and models come from, not how methods run.
 _PLACEMENT_KEYS = {"benchmarks", "limit", "chat", "setups", "endpoints", "models", "server"}
@@ -99,7 +102,8 @@ def _chats(args: argparse.Namespace, settings: dict) -> dict:
                                           "concurrency": args.concurrency, "timeout_s": args.timeout})
     if not args.model:
         raise SystemExit("--model is required (the model key: names the cache and the endpoint)")
-    keys = [args.model] + [k for k in (settings.get("roles") or {}).values() if k]
+    keys = ([args.model] + [k for k in (settings.get("roles") or {}).values() if k]
+            + list(settings.get("moa_pool") or []) + list(settings.get("goa_pool") or []))
     chats = {}
     for key in dict.fromkeys(keys):
         if key in endpoints:
@@ -129,8 +133,17 @@ def _run(args: argparse.Namespace) -> int:
     chats = _chats(args, settings)
     chat = chats[args.model]
     roles = settings.get("roles") or {}
+    endpoints = json.loads(args.endpoints) if args.endpoints else {}
+    # GoA's pool: one agent per entry (a model may appear twice: two agents), with its model card.
+    goa_agents = [(f"agent{i + 1}-{key}", chats[key], (endpoints.get(key) or {}).get("card", key))
+                  for i, key in enumerate(settings["goa_pool"])] or None
     records = run_benchmark(
         questions, chat, n=settings["n"], k=settings["k"], k_sweep=settings["k_sweep"], methods=settings["methods"],
+        n_sweep=settings["n_sweep"], sc_temperatures=[float(t) for t in settings["sc_temperatures"]],
+        persona_moa_n=settings["persona_moa_n"], textgrad_iterations=settings["textgrad_iterations"],
+        moa_pool=[chats[key] for key in settings["moa_pool"]] or None, goa_agents=goa_agents, goa_k=settings["goa_k"],
+        goa_temperature=float(settings["goa_temperature"]),
+        diversity_sources=[(str(p), float(t)) for p, t in settings["diversity_sources"]],
         sc_k=settings["sc_k"], moa_n=settings["moa_n"], self_moa_k=settings["self_moa_k"],
         gate_thresholds=[float(t) for t in settings["gate_thresholds"]], perturbation=settings["perturbation"],
         paraphrase_chat=chats.get(roles.get("paraphrase")), aggregate_chat=chats.get(roles.get("aggregate")),

@@ -365,3 +365,168 @@ def k_sweep_bootstrap(records: Sequence[Mapping], n_resamples: int = 10_000, see
         rows.append(row)
         prev = k
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------- Table 13 (every pair)
+
+
+def pairwise_significance(records: Sequence[Mapping], methods: Sequence[str], *, n_resamples: int = 10_000,
+                          seed: int = 0) -> pd.DataFrame:
+    """McNemar (chi-square, no continuity correction) and a paired-bootstrap 95% CI of the accuracy
+    difference for every pair of methods (Appendix G), with Holm-Bonferroni over all pairs."""
+    rows = []
+    for a, b in combinations(methods, 2):
+        x, y = method_correct(records, a).astype(float), method_correct(records, b).astype(float)
+        wins, losses = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
+        delta, lo, hi = stats.paired_bootstrap(x, y, n_resamples=n_resamples, seed=seed)
+        chi2, p = mcnemar_chi2(wins, losses)
+        rows.append({"method_a": a, "method_b": b, "acc_a_pct": 100 * x.mean(), "acc_b_pct": 100 * y.mean(),
+                     "wins_a": wins, "wins_b": losses, "mcnemar_chi2": chi2, "mcnemar_p": p,
+                     "delta_pp": 100 * delta, "ci_lo_pp": 100 * lo, "ci_hi_pp": 100 * hi})
+    frame = pd.DataFrame(rows, columns=["method_a", "method_b", "acc_a_pct", "acc_b_pct", "wins_a", "wins_b",
+                                        "mcnemar_chi2", "mcnemar_p", "delta_pp", "ci_lo_pp", "ci_hi_pp"])
+    frame["p_holm"] = holm(frame["mcnemar_p"].tolist()) if len(frame) else []
+    return frame
+
+
+# ----------------------------------------------------------------------- Table 40 (selection)
+
+
+def dawid_skene_choice(records: Sequence[Mapping], n_iter: int = 100) -> list[bool]:
+    """Dawid-Skene EM over the Phase 1 proposals of every problem (agents = perturbation slots),
+    then the answer of highest posterior per problem; correct when a proposal with that answer is
+    (Appendix X.3: 0 extra calls). Multinomial DS from ``crowd-kit``; unanswered proposals give no
+    label; labels are the J.6 keys of the answers (code: the program text)."""
+    from crowdkit.aggregation import DawidSkene
+
+    from concord.scmoa.tasks import j6_key
+
+    def key(r: Mapping, payload: str | None) -> str | None:
+        return payload if r["task"] == "code" else j6_key(payload)
+
+    rows = [{"task": qi, "worker": wi, "label": key(r, p["payload"])}
+            for qi, r in enumerate(records) for wi, p in enumerate(r["record"]["proposals_pre"]) if p["payload"] is not None]
+    if not rows:
+        return [False] * len(records)
+    chosen = DawidSkene(n_iter=n_iter).fit_predict(pd.DataFrame(rows))
+    out = []
+    for qi, r in enumerate(records):
+        label = chosen.get(qi)
+        hits = [c for p, c in zip(r["record"]["proposals_pre"], r["agents_correct"]) if key(r, p["payload"]) == label]
+        out.append(bool(label is not None and hits and hits[0]))
+    return out
+
+
+def selection_table(records: Sequence[Mapping], ds_correct: Sequence[bool], *, n_resamples: int = 10_000,
+                    seed: int = 0) -> pd.DataFrame:
+    """Table 40: majority vote, Dawid-Skene and the pairwise judge (selection over the Phase 1
+    proposals) against SC-MoA synthesis: accuracy (%) with a percentile-bootstrap 95% CI, mean calls,
+    McNemar p against SC-MoA."""
+    from scipy.stats import bootstrap
+
+    synth = method_correct(records, "scmoa")
+    rows = []
+    conds = [("Majority vote", "vote_pre"), ("Dawid-Skene EM", None)]
+    if all("pairwise_judge" in r["methods"] for r in records):
+        conds.append(("Pairwise LLM judge", "pairwise_judge"))
+    conds.append(("SC-MoA synthesis", "scmoa"))
+    for label_, method in conds:
+        c = np.asarray(ds_correct, dtype=bool) if method is None else method_correct(records, method)
+        if c.size > 1 and c.min() != c.max():
+            ci = bootstrap((c.astype(float),), np.mean, n_resamples=n_resamples, method="percentile",
+                           rng=np.random.default_rng(seed)).confidence_interval
+            lo, hi = float(ci.low), float(ci.high)
+        else:
+            lo = hi = float(c.mean())
+        # Dawid-Skene reweights the proposals' votes: it costs what the vote costs.
+        calls = np.mean([r["methods"]["vote_pre" if method is None else method]["calls"] for r in records])
+        if method == "pairwise_judge":  # the proposals it selects among come first
+            calls += np.mean([r["methods"]["vote_pre"]["calls"] for r in records])
+        ben, harm = int((~c & synth).sum()), int((c & ~synth).sum())
+        rows.append({"method": label_, "accuracy_pct": 100 * float(c.mean()), "ci_lo_pct": 100 * lo, "ci_hi_pct": 100 * hi,
+                     "calls": float(calls), "mcnemar_p_vs_scmoa": math.nan if method == "scmoa" else mcnemar_chi2(ben, harm)[1]})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------- Tables 15, 21-23, 26-28
+
+
+def public_private_fidelity(records: Sequence[Mapping], methods: Sequence[str]) -> pd.DataFrame:
+    """Table 15 (code): public pass rate, private (every test) accuracy and P(priv | pub) per method."""
+    rows = []
+    for m in methods:
+        have = [r["methods"][m] for r in records if "public_pass" in r["methods"].get(m, {})]
+        if not have:
+            continue
+        pub = np.array([h["public_pass"] for h in have], dtype=bool)
+        priv = np.array([h["correct"] for h in have], dtype=bool)
+        rows.append({"method": m, "n": len(have), "public_pass_pct": 100 * pub.mean(), "private_pass_pct": 100 * priv.mean(),
+                     "p_priv_given_pub_pct": 100 * float(priv[pub].mean()) if pub.any() else math.nan})
+    return pd.DataFrame(rows, columns=["method", "n", "public_pass_pct", "private_pass_pct", "p_priv_given_pub_pct"])
+
+
+def override_decomposition(records: Sequence[Mapping]) -> tuple[pd.DataFrame, dict]:
+    """Tables 21-22: override fire rate and accuracy with and without it, aggregation alone and
+    best-of-N (always the best-scoring proposal)."""
+    fired = np.array([bool(r["decomposition"]["override"]) for r in records])
+    full = method_correct(records, "scmoa")
+    agg = np.array([bool(r["decomposition"]["aggregate_correct"]) for r in records])
+    bon = np.array([bool(r["decomposition"]["best_of_n_correct"]) for r in records])
+    rows = [{"component": "Aggregation alone (no override)", "accuracy_pct": 100 * agg.mean()},
+            {"component": "Full pipeline (aggregation + override)", "accuracy_pct": 100 * full.mean()},
+            {"component": "Best-of-N (override always)", "accuracy_pct": 100 * bon.mean()}]
+    summary = {"n": int(fired.size), "override_fires": int(fired.sum()), "override_rate_pct": 100 * float(fired.mean()),
+               "acc_when_fired_pct": 100 * float(full[fired].mean()) if fired.any() else math.nan,
+               "acc_when_not_fired_pct": 100 * float(full[~fired].mean()) if (~fired).any() else math.nan,
+               "aggregation_alone_pct": 100 * float(agg.mean()), "full_pct": 100 * float(full.mean()),
+               "best_of_n_pct": 100 * float(bon.mean())}
+    return pd.DataFrame(rows), summary
+
+
+def oracle_ceiling(records: Sequence[Mapping]) -> dict:
+    """Table 23: accuracy if the best proposal (any of the N x k samples or refined proposals)
+    were always selected, against SC-MoA's; gap = oracle - actual (pp)."""
+    oracle = np.array([bool(r["oracle_correct"]) for r in records])
+    actual = method_correct(records, "scmoa")
+    return {"n": int(oracle.size), "oracle_pct": 100 * float(oracle.mean()), "actual_pct": 100 * float(actual.mean()),
+            "gap_pp": 100 * float(oracle.mean() - actual.mean())}
+
+
+def compared_to(records: Sequence[Mapping], reference: str, methods: Sequence[str],
+                labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Accuracy (%) of each method and McNemar p against ``reference`` (Tables 26, 27)."""
+    ref = method_correct(records, reference)
+    rows = []
+    for m in [reference] + [x for x in methods if x != reference]:
+        c = method_correct(records, m)
+        ben, harm = int((c & ~ref).sum()), int((~c & ref).sum())
+        rows.append({"condition": (labels or {}).get(m, m), "accuracy_pct": 100 * float(c.mean()),
+                     "wins": ben, "losses": harm, "mcnemar_p": math.nan if m == reference else mcnemar_chi2(ben, harm)[1]})
+    return pd.DataFrame(rows)
+
+
+def token_accounting(records: Sequence[Mapping], methods: Sequence[str]) -> pd.DataFrame:
+    """Table 28: mean tokens per problem (input + output, reasoning included) and accuracy per
+    million tokens (Acc/MT = accuracy % / mean tokens in millions). Methods whose back-end
+    reports no token counts are listed with empty token columns."""
+    rows = []
+    for m in methods:
+        usages = [r["methods"][m].get("usage") or {} for r in records]
+        prompt_t = [u.get("prompt_tokens") for u in usages]
+        out_t = [u.get("completion_tokens") for u in usages]
+        known = all(v is not None for v in prompt_t + out_t)
+        acc = 100 * float(method_correct(records, m).mean())
+        tokens = float(np.mean([a + b for a, b in zip(prompt_t, out_t)])) if known else math.nan
+        rows.append({"method": m, "accuracy_pct": acc, "calls": float(np.mean([r["methods"][m]["calls"] for r in records])),
+                     "input_tokens": float(np.mean(prompt_t)) if known else math.nan,
+                     "output_tokens": float(np.mean(out_t)) if known else math.nan, "total_tokens": tokens,
+                     "acc_per_mtok": acc / (tokens / 1e6) if known and tokens > 0 else math.nan})
+    return pd.DataFrame(rows)
+
+
+def consensus_gain_by_stratum(records: Sequence[Mapping]) -> pd.DataFrame:
+    """Figure 4b: mean consensus improvement E[Delta C] = C_post - C_pre by pre-refinement consensus."""
+    pre = np.array([r["record"]["clusters_pre"]["consensus"] for r in records])
+    post = np.array([r["record"]["clusters_post"]["consensus"] for r in records])
+    frame = pd.DataFrame({"C_pre": np.round(pre, 6), "delta_C": post - pre})
+    return frame.groupby("C_pre")["delta_C"].agg(n="size", mean_delta_C="mean").reset_index()

@@ -190,3 +190,129 @@ def trace(text: str, reasoning: str | None, max_chars: int | None = None) -> str
     if max_chars is not None and len(full) > max_chars:
         return full[:max_chars] + "\n[... trace truncated ...]"
     return full
+
+
+# --- TextGrad (Yuksekgonul et al., Nature 2025) -------------------------------------------------
+# Test-time solution optimisation as the TextGrad reference code runs it for GPQA/MMLU
+# (zou-group/textgrad: evaluation/solution_optimization.py, textgrad/loss.py MultiChoiceTestTime,
+# textgrad/tasks/gpqa.py, textgrad/autograd/llm_backward_prompts.py,
+# textgrad/optimizer/optimizer_prompts.py). Quoted prompt text, so the baseline is the published one.
+TEXTGRAD_EVAL_SYSTEM = (
+    "You are an intelligent assistant used as an evaluator, and part of an optimization system. You will analyze a "
+    "solution to a multi-choice problem. Investigate the reasoning and answer. Do not try to solve the problem, only "
+    "raise the potential issues and mistakes in the answer. Be creative, think about different perspectives, and be "
+    "very critical."
+)
+TEXTGRAD_EVAL_INSTRUCTION = (
+    "Below is a multi-choice question and a prediction. You are an expert scientist. Your job is to investigate the "
+    "prediction. Critically go through reasoning steps, and see if there is a reason why the prediction could be "
+    "incorrect.\nUse the Janusian Process. Think about whether alternative answers could be true. Raise creative and "
+    "critical objections to the solution, when needed."
+)
+TEXTGRAD_EVAL_USER = "{instruction}\nQuestion: {question}\nAnswer by the language model: {prediction}"
+TEXTGRAD_ROLE = "creative and precise solution and the prediction for the multiple choice question"
+TEXTGRAD_BACKWARD_SYSTEM = (
+    "You are part of an optimization system that improves a given text (i.e. the variable). You are the gradient "
+    "(feedback) engine. Your only responsibility is to give intelligent and creative feedback and constructive "
+    "criticism to variables, given an objective specified in <OBJECTIVE_FUNCTION> </OBJECTIVE_FUNCTION> tags. The "
+    "variables may be solutions to problems, prompts to language models, code, or any other text-based variable. Pay "
+    "attention to the role description of the variable, and the context in which it is used. You should assume that "
+    "the variable will be used in a similar context in the future. Only provide strategies, explanations, and methods "
+    "to change in the variable. DO NOT propose a new version of the variable, that will be the job of the optimizer. "
+    "Your only job is to send feedback and criticism (compute 'gradients'). For instance, feedback can be in the form "
+    "of 'Since language models have the X failure mode...', 'Adding X can fix this error because...', 'Removing X can "
+    "improve the objective function because...', 'Changing X to Y would fix the mistake ...', that gets at the "
+    "downstream objective.\nIf a variable is already working well (e.g. the objective function is perfect, an "
+    "evaluation shows the response is accurate), you should not give feedback.\n"
+)
+TEXTGRAD_BACKWARD_USER = (
+    "You will give feedback to a variable with the following role: <ROLE> {role} </ROLE>. Here is an evaluation of "
+    "the variable using a language model:\n\n<LM_SYSTEM_PROMPT> {eval_system} </LM_SYSTEM_PROMPT>\n\n<LM_INPUT> "
+    "{eval_input} </LM_INPUT>\n\n<LM_OUTPUT> {evaluation} </LM_OUTPUT>\n\n<OBJECTIVE_FUNCTION>Your goal is to give "
+    "feedback and criticism to the variable given the above evaluation output. Our only goal is to improve the above "
+    "metric, and nothing else. </OBJECTIVE_FUNCTION>\n\nWe are interested in giving feedback to the {role} for this "
+    "conversation. Specifically, give feedback to the following span of text:\n\n<VARIABLE> {variable} </VARIABLE>"
+    "\n\nGiven the above history, describe how the {role} could be improved to improve the <OBJECTIVE_FUNCTION>. Be "
+    "very creative, critical, and intelligent.\n\n"
+)
+TEXTGRAD_OPTIMIZER_SYSTEM = (
+    "You are part of an optimization system that improves text (i.e., variable). You will be asked to creatively and "
+    "critically improve prompts, solutions to problems, code, or any other text-based variable. You will receive some "
+    "feedback, and use the feedback to improve the variable. The feedback may be noisy, identify what is important "
+    "and what is correct. Pay attention to the role description of the variable, and the context in which it is used. "
+    "This is very important: You MUST give your response by sending the improved variable between "
+    "<IMPROVED_VARIABLE> {improved variable} </IMPROVED_VARIABLE> tags. The text you send between the tags will "
+    "directly replace the variable.\n"
+)
+TEXTGRAD_OPTIMIZER_USER = (
+    "Here is the role of the variable you will improve: <ROLE>{role}</ROLE>.\n\nThe variable is the text within the "
+    "following span: <VARIABLE> {variable} </VARIABLE>\n\nHere is the context and feedback we got for the variable:"
+    "\n\n<CONTEXT><FEEDBACK>{feedback}</FEEDBACK></CONTEXT>\n\nImprove the variable ({role}) using the feedback "
+    "provided in <FEEDBACK> tags.\nYou must follow the following constraints:\n\n<CONSTRAINTS>{constraint}"
+    "</CONSTRAINTS>\n\nSend the improved variable in the following format:\n\n<IMPROVED_VARIABLE>{{the improved "
+    "variable}}</IMPROVED_VARIABLE>\n\nSend ONLY the improved variable between the <IMPROVED_VARIABLE> tags, and "
+    "nothing else."
+)
+#: Code: the test-time loss with unit-test supervision (evaluation/code_optimization/prompts.py).
+TEXTGRAD_CODE_EVAL_SYSTEM = (
+    "You are an intelligent assistant used as an evaluator, and part of an optimization system. \nYou will analyze a "
+    "code implementation for a coding problem and unit test results. \nThe code will be tested with harder tests, so "
+    "do not just check if the code passes the provided tests.\nThink about the correctness of the code and its "
+    "performance in harder test cases.\nGive very concise feedback.\nInvestigate the code problem and the provided "
+    "implementation. \nFor each failed unit test case, start analyzing it by saying \"The code did not pass this test "
+    "because...\". \nExplain why the current implementation is not getting the expected output. Do not provide a "
+    "revised implementation. Carefully \nsuggest why there are issues with the code and provide feedback.\n"
+)
+TEXTGRAD_CODE_EVAL_USER = (
+    "You are a language model that evaluates a python code snippet.\n\n**The coding problem:**\n\n{problem}\n"
+    "**{role}**{program}**\n\nThe test results:**\n\n{tests}\n"
+)
+TEXTGRAD_CONSTRAINT_QA = (
+    "The last line of your response should be of the following format: 'Answer: $VALUE' (without quotes) where "
+    "$VALUE follows the answer format the question requests."
+)
+TEXTGRAD_CONSTRAINT_CODE = "Return the complete solution as a single ```python``` fenced block."
+
+# --- GoA (Graph-of-Agents, Yun et al., ICLR 2026) ------------------------------------------------
+# The SC-MoA paper describes GoA's four stages (Appendix F); the wording of these prompts is concord's.
+GOA_NODE_SYSTEM = (
+    "You select the agents best suited to answer a question. You are given the question and a model card for "
+    "each candidate agent. Rank the agents from most to least suitable."
+)
+GOA_NODE_USER = (
+    "<QUESTION>\n{question}\n</QUESTION>\n\n<MODEL_CARDS>\n{cards}\n</MODEL_CARDS>\n\nReply with the agent "
+    "names, most suitable first, one per line."
+)
+GOA_EDGE_SYSTEM = (
+    "You are agent {me}. You read other agents' answers to the same question and score how relevant and "
+    "useful each one is for answering it correctly, from 0 (useless) to 10 (decisive)."
+)
+GOA_EDGE_USER = (
+    "<QUESTION>\n{question}\n</QUESTION>\n\n{responses}\n\nFor each response, write one line "
+    "'<agent>: <score>' with a score from 0 to 10."
+)
+GOA_MESSAGE_SYSTEM = (
+    "You are agent {me}. You answered a question; other agents whose answers you found relevant send you their "
+    "responses, with how relevant you judged each (weights sum to 1). Revise your answer in light of them."
+)
+GOA_MEAN_POOL_SYSTEM = (
+    "You are the meta agent. Synthesise one final answer from the agents' responses, giving each response "
+    "weight according to its score (higher is more trustworthy)."
+)
+
+# --- Pairwise LLM judge (Zheng et al., 2023: MT-Bench "pair-v2", binary verdict) ----------------
+JUDGE_SYSTEM = (
+    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to "
+    "the user question displayed below. You should choose the assistant that follows the user's instructions and "
+    "answers the user's question better. Your evaluation should consider factors such as the helpfulness, relevance, "
+    "accuracy, depth, creativity, and level of detail of their responses. Begin your evaluation by comparing the two "
+    "responses and provide a short explanation. Avoid any positional biases and ensure that the order in which the "
+    "responses were presented does not influence your decision. Do not allow the length of the responses to "
+    "influence your evaluation. Do not favor certain names of the assistants. Be as objective as possible. After "
+    "providing your explanation, output your final verdict by strictly following this format: \"[[A]]\" if "
+    "assistant A is better, \"[[B]]\" if assistant B is better."
+)
+JUDGE_USER = (
+    "[User Question]\n{question}\n\n[The Start of Assistant A's Answer]\n{answer_a}\n[The End of Assistant A's "
+    "Answer]\n\n[The Start of Assistant B's Answer]\n{answer_b}\n[The End of Assistant B's Answer]"
+)

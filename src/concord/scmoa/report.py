@@ -13,13 +13,17 @@ from concord import io
 from concord.scmoa import analysis
 
 LABELS = {"scmoa": "SC-MoA", "vote_pre": "Majority vote (pre-refinement)", "vote_post": "Majority vote (post-refinement)",
-          "cot": "Zero-shot CoT", "sc": "Self-consistency", "moa": "MoA (paraphrases)", "self_moa": "Self-MoA"}
+          "cot": "Zero-shot CoT", "sc": "Self-consistency (greedy + tag)", "moa": "MoA (proposer pool)",
+          "moa_para": "MoA (para)", "persona_moa": "Persona-MoA", "self_moa": "Self-MoA", "textgrad": "TextGrad",
+          "goa": "GoA (mean pooling)", "goa_max": "GoA (max pooling)", "pairwise_judge": "Pairwise LLM judge"}
 
 
 def label(method: str) -> str:
     if method.startswith("gated_"):
         theta = method.split("_", 1)[1]
         return f"SC-MoA gated (theta={'inf' if theta == 'inf' else theta})"
+    if method.startswith("sc_t"):
+        return f"Self-consistency (T={method[4:]})"
     return LABELS.get(method, method)
 
 
@@ -172,13 +176,8 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     write_table(div_table, out / "diversity", f"{title} trace diversity D_t by outcome (TF-IDF, 5000 features)")
     summary["diversity_test"] = div_test
 
-    rows = [{"condition": "perturbation-diverse proposals",
-             **analysis.error_correlation(~np.array([r["agents_correct"] for r in records], dtype=bool), seed=seed)}]
-    sc = [r.get("sc_correct") or [] for r in records]
-    if all(len(s) >= n for s in sc):
-        rows.append({"condition": "i.i.d. samples (self-consistency)",
-                     **analysis.error_correlation(~np.array([s[:n] for s in sc], dtype=bool), seed=seed)})
-    write_table(pd.DataFrame(rows), out / "error_correlation", f"{title} mean pairwise error correlation")
+    _error_correlation(records, out, title, n, seed)
+    summary.update(_appendix_tables(records, out, title, methods, n_resamples=n_resamples, seed=seed))
 
     conf = [r["record"]["clusters_pre"]["consensus"] for r in records]
     rel, ece = analysis.reliability(conf, synth)
@@ -243,6 +242,134 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     io.save_figure(fig, out / "sweeps")
     plt.close(fig)
     return _finite(summary)
+
+
+#: Appendix tables and figures every report writes (a table whose data the run did not collect
+#: says so in a single row, naming the setting that produces it).
+APPENDIX_TABLES = ("table13_significance_all_pairs", "table15_public_private", "table17_error_correlation",
+                   "table21_override", "table22_override_decomposition", "table23_oracle", "table26_sampling_protocol",
+                   "table27_diversity_source", "table28_tokens", "table40_selection")
+APPENDIX_FIGURES = ("figure3_pareto", "figure4b_consensus_gain", "figure6c_n_sweep")
+
+
+def _not_run(stem: Path, caption: str, why: str) -> None:
+    write_table(pd.DataFrame([{"not available": why}]), stem, caption)
+
+
+def _error_correlation(records: Sequence[Mapping], out: Path, title: str, n: int, seed: int) -> None:
+    """Table 17 (Appendix K.1): rho-bar of perturbation-diverse vs i.i.d. proposals (and persona
+    proposals when the persona diversity source ran), with 95% bootstrap CIs."""
+    rows = [{"condition": "paraphrase-diverse proposals (SPUQ)",
+             **analysis.error_correlation(~np.array([r["agents_correct"] for r in records], dtype=bool), seed=seed)}]
+    persona = [((r.get("diversity") or {}).get("persona@T=0") or {}).get("agents_correct") for r in records]
+    if all(p is not None for p in persona):
+        rows.insert(0, {"condition": "persona-diverse proposals (J.1/J.2)",
+                        **analysis.error_correlation(~np.array(persona, dtype=bool), seed=seed)})
+    sc = [r.get("sc_correct") or [] for r in records]
+    if all(len(x) >= n for x in sc):
+        rows.append({"condition": "i.i.d. samples (one generic prompt)",
+                     **analysis.error_correlation(~np.array([x[:n] for x in sc], dtype=bool), seed=seed)})
+    frame = pd.DataFrame(rows)
+    caption = f"{title} Table 17: mean pairwise error correlation rho-bar with 95% bootstrap CIs"
+    write_table(frame, out / "error_correlation", caption)
+    write_table(frame, out / "table17_error_correlation", caption)
+
+
+def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods: Sequence[str], *,
+                     n_resamples: int, seed: int) -> dict:
+    """Tables 13, 15, 21-23, 26-28, 40 and Figures 3, 4b, 6c of one run."""
+    import matplotlib.pyplot as plt
+
+    summary: dict[str, Any] = {}
+    table_methods = [m for m in methods if not m.startswith("gated_")]
+    sig = analysis.pairwise_significance(records, table_methods, n_resamples=n_resamples, seed=seed)
+    write_table(sig, out / "table13_significance_all_pairs", f"{title} Table 13: McNemar (chi-square, no continuity "
+                "correction) and paired-bootstrap 95% CI of the accuracy difference for every pair of methods; "
+                "p_holm = Holm-Bonferroni over all pairs")
+
+    stem = out / "table15_public_private"
+    caption = f"{title} Table 15: public-to-private test fidelity, P(priv | pub) = P(all tests pass | public tests pass)"
+    fid = analysis.public_private_fidelity(records, table_methods)
+    if fid.empty:
+        _not_run(stem, caption, "a code benchmark only (public vs private tests)")
+    else:
+        write_table(fid, stem, caption)
+
+    dec, over = analysis.override_decomposition(records)
+    write_table(pd.DataFrame([over]), out / "table21_override", f"{title} Table 21: override fire rate and accuracy "
+                "when it fires / does not (QA: never fires)")
+    write_table(dec, out / "table22_override_decomposition", f"{title} Table 22: aggregation alone, full pipeline, "
+                f"best-of-N; override fires on {over['override_fires']}/{over['n']} problems")
+    summary["override"] = over
+    oracle = analysis.oracle_ceiling(records)
+    write_table(pd.DataFrame([oracle]), out / "table23_oracle", f"{title} Table 23: oracle ceiling (any of the N x k "
+                "samples or refined proposals correct) vs SC-MoA; gap = oracle - actual")
+    summary["oracle"] = oracle
+
+    stem, caption = out / "table26_sampling_protocol", f"{title} Table 26: SC (k samples) under greedy + variant tag vs temperature sampling; McNemar vs greedy + tag"
+    temps = sorted((m for m in methods if m.startswith("sc_t")), key=lambda m: float(m[4:]))
+    if "sc" in methods and temps:
+        write_table(analysis.compared_to(records, "sc", temps + ["scmoa"], {m: label(m) for m in methods}), stem, caption)
+    else:
+        _not_run(stem, caption, "methods sc and sc_temp (sc_temperatures)")
+
+    stem, caption = out / "table27_diversity_source", f"{title} Table 27: source of proposal diversity with the same pipeline (Phases 2-5); McNemar vs SC-MoA"
+    conds = sorted({c for r in records for c in (r.get("diversity") or {})})
+    if conds and all(set(r.get("diversity") or {}) == set(conds) for r in records):
+        shadow = [{**r, "methods": {**r["methods"], **{f"div:{c}": r["diversity"][c] for c in conds}}} for r in records]
+        write_table(analysis.compared_to(shadow, "scmoa", [f"div:{c}" for c in conds],
+                                         {"scmoa": "SC-MoA (this run's perturbation)", **{f"div:{c}": c for c in conds}}),
+                    stem, caption)
+    else:
+        _not_run(stem, caption, "diversity_sources, e.g. [[persona, 0.0], [paraphrase, 0.7], [none, 0.7], [none, 1.0]]")
+
+    tokens = analysis.token_accounting(records, [m for m in table_methods if m not in ("vote_pre", "vote_post")])
+    tokens.insert(1, "label", [label(m) for m in tokens["method"]])
+    write_table(tokens, out / "table28_tokens", f"{title} Table 28: mean tokens per problem (input + output) and "
+                "accuracy per million tokens")
+
+    stem, caption = out / "table40_selection", f"{title} Table 40: selection (over the Phase 1 proposals) vs synthesis; McNemar vs SC-MoA"
+    ds = analysis.dawid_skene_choice(records)
+    write_table(analysis.selection_table(records, ds, n_resamples=n_resamples, seed=seed), stem, caption)
+
+    # Figure 3: compute-accuracy frontier.
+    fig, ax = _figure(1, width=5.0)
+    pts = [(float(np.mean([r["methods"][m]["calls"] for r in records])), 100 * float(analysis.method_correct(records, m).mean()), m)
+           for m in table_methods if m not in ("vote_post",)]
+    for x, y, m in pts:
+        ax[0].scatter(x, y, color="tab:red" if m == "scmoa" else "tab:blue")
+        ax[0].annotate(label(m), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    frontier, best = [], -1.0
+    for x, y, _ in sorted(pts):
+        if y > best:
+            frontier.append((x, y))
+            best = y
+    if frontier:
+        ax[0].plot(*zip(*frontier), ls="--", c="grey", lw=1)
+    ax[0].set(xlabel="LLM calls per problem", ylabel="accuracy (%)", title="Compute-accuracy frontier (Figure 3)")
+    io.save_figure(fig, out / "figure3_pareto")
+    plt.close(fig)
+
+    gain = analysis.consensus_gain_by_stratum(records)
+    fig, ax = _figure(1)
+    ax[0].bar([f"{c:.2f}" for c in gain["C_pre"]], gain["mean_delta_C"])
+    ax[0].set(xlabel="pre-refinement consensus C", ylabel="E[Delta C]", title="Consensus gain by stratum (Figure 4b)")
+    io.save_figure(fig, out / "figure4b_consensus_gain")
+    plt.close(fig)
+
+    fig, ax = _figure(1)
+    ns = sorted({int(k) for r in records for k in (r.get("n_sweep") or {})})
+    if ns:
+        for key, name in (("scmoa_correct", "SC-MoA"), ("sc_correct", "SC")):
+            ys = [100 * float(np.mean([r["n_sweep"][str(k)][key] for r in records if str(k) in r.get("n_sweep", {})])) for k in ns]
+            ax[0].plot(ns, ys, marker="o", label=name)
+        ax[0].legend(fontsize=8)
+    else:
+        ax[0].text(0.5, 0.5, "no N sweep in this run\n(setting n_sweep)", ha="center", va="center", transform=ax[0].transAxes)
+    ax[0].set(xlabel="N (perturbations / SC samples)", ylabel="accuracy (%)", title="SC-MoA vs SC over N (Figure 6c)")
+    io.save_figure(fig, out / "figure6c_n_sweep")
+    plt.close(fig)
+    return summary
 
 
 def _finite(obj: Any) -> Any:
