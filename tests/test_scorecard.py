@@ -340,7 +340,8 @@ def test_snakemake_scorecard_is_planned_and_run_on_a_tiny_config(tmp_path):
                                     "best": 0.0, "best_se": 0.0}],
         "code/figures/humaneval/figure2_left.csv": [{"model": "tiny", "method": "fmv", "n": 4, "accuracy": 0.25,
                                                      "se": 0.1}],
-        "code/figures/humaneval/figure2_right.csv": [{"model": "tiny", "method": "fmv", "n": 2, "accuracy": 0.25,
+        # the right panel repeats the left one's N (here with another value, as subsampling may)
+        "code/figures/humaneval/figure2_right.csv": [{"model": "tiny", "method": "fmv", "n": 4, "accuracy": 0.3,
                                                       "se": 0.1}],
     }.items():
         _write(root / name, pd.DataFrame(frame))
@@ -356,7 +357,9 @@ def test_snakemake_scorecard_is_planned_and_run_on_a_tiny_config(tmp_path):
     assert set(core.loc[core["id"].str.startswith("fig5a."), "verdict"]) == {"different setting"}
     md = (out / "core.md").read_text()
     assert "This run is not the paper's setting" in md and "pass_at_1:tiny:synthetic:core" in md
-    assert "figure2:accuracy:tiny:humaneval:fmv:4" in (out / "fmv.md").read_text()
+    fmv_md = (out / "fmv.md").read_text()
+    assert "| figure2:accuracy:tiny:humaneval:fmv:4 | 25.00 ± 10.0 (bootstrap SE) |" in fmv_md
+    assert "code/figures/humaneval/figure2_right.csv gives 30" in fmv_md
     sidecars = list((root / ".manifest").rglob("*.json")) if (root / ".manifest").is_dir() else []
     assert any("scorecard" in p.as_posix() for p in sidecars), "the outputs are registered in the manifest"
 

@@ -94,10 +94,13 @@ def compare(cells: Sequence[PrintedCell], records: Iterable[Reproduced]) -> tupl
     """Rows for every printed cell, and the produced numbers no printed cell measures."""
     by_measure: dict[str, Reproduced] = {}
     for record in records:
-        if record.measure in by_measure:
-            raise ValueError(f"measure {record.measure!r} produced twice: {by_measure[record.measure].source} and "
-                             f"{record.source}")
-        by_measure[record.measure] = record
+        first = by_measure.get(record.measure)
+        if first is None:
+            by_measure[record.measure] = record
+        elif not (first.value == record.value or math.isclose(first.value, record.value, rel_tol=0, abs_tol=1e-9)):
+            # The same quantity in two files (a model in two CoRE tables, FMV's N in both Figure 2
+            # panels): the first file read stands, the other value is named beside it.
+            first.notes.append(f"{record.source} gives {record.value:.4g}")
     rows = [judge(cell, by_measure.get(cell.measure)) for cell in cells]
     printed = {cell.measure for cell in cells}
     unprinted = [r for r in by_measure.values() if r.measure not in printed and r.listed]

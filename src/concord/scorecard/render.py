@@ -115,7 +115,8 @@ def _display_rows(rows: Sequence[Row], labels: Mapping[str, str], link) -> list[
 def _unprinted_rows(unprinted: Sequence[Reproduced], cells: Sequence[PrintedCell]) -> list[dict[str, str]]:
     return [{"Measure": r.measure, "Reproduced": number_text(r.value, "0.0") + (f" {r.spread}" if r.spread else ""),
              "Why no printed counterpart": unprinted_reason(r, cells),
-             "Setting": "; ".join(f"{k}={v}" for k, v in r.setting.items()), "File": r.source}
+             "Setting": "; ".join(f"{k}={v}" for k, v in r.setting.items()), "Notes": "; ".join(r.notes),
+             "File": r.source}
             for r in unprinted]
 
 
