@@ -49,7 +49,7 @@ CORE_ARMS: tuple[str, ...] = ("base", "majority", "ec", "cisc", "core")
 CORE_PAPER_SEEDS = 3
 # SC-MoA's Table 13: SC-MoA against four baselines on three benchmarks (12 comparisons).
 SCMOA_T13_BENCHMARKS: tuple[str, ...] = ("bbh", "gpqa_diamond", "lcb_hard")
-SCMOA_T13_BASELINES: tuple[str, ...] = ("moa", "self_moa", "sc", "textgrad")
+SCMOA_T13_BASELINES: tuple[str, ...] = ("moa_para", "self_moa", "sc", "textgrad")
 # Table 31's QA total (BBH, GPQA-Diamond, AIME).
 SCMOA_QA_BENCHMARKS: tuple[str, ...] = ("aime", "bbh", "gpqa_diamond")
 # Tables 29-30: majority vote vs synthesis over the same pre-refinement proposals (section 3).
