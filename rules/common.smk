@@ -17,8 +17,27 @@ ENGINE = config.get("engine", {})
 ON_GPU = ENGINE.get("backend", "hf") == "vllm"
 
 
-# Every rule file extends this list with its final targets; `rule all` requests them.
-ALL_TARGETS = []
+def get_final_output():
+    """Every final output of the run: `rule all` requests exactly these.
+
+    One function per paper computes its targets (core_targets in rules/core/common.smk,
+    fmv_targets in rules/fmv/common.smk, scmoa_targets in rules/scmoa/common.smk); each is
+    empty when its paper is switched off or not configured.
+    """
+    return paper_outputs() + scorecard_targets()
+
+
+def paper_outputs():
+    """The three papers' outputs (what the scorecard compares with the printed numbers)."""
+    data = expand(f"{RESULTS}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS)
+    return data + core_targets() + fmv_targets() + scmoa_targets()
+
+
+def scorecard_targets():
+    """The reproduction scorecard's pages (rules/scorecard.smk)."""
+    from concord import scorecard
+
+    return [f"{RESULTS}/scorecard/{name}" for name in scorecard.output_names()]
 
 
 def alternatives(values):

@@ -40,5 +40,3 @@ rule data:
             "python -m concord data --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
         )
 
-
-ALL_TARGETS.extend(expand(f"{RESULTS}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS))

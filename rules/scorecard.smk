@@ -1,9 +1,9 @@
 """The reproduction scorecard (`snakemake scorecard`): every number the three papers print beside
 the number this run produced, with the difference and a verdict (concord.scorecard).
 
-Its input is exactly the produced tables the config asks for (picked from ALL_TARGETS by
+Its input is exactly the produced tables the config asks for (picked from paper_outputs() by
 concord.scorecard.scorecard_inputs), so it works on any subset of the grid: what the config does
-not produce shows as "not run". Include this file after every rule file that extends ALL_TARGETS.
+not produce shows as "not run".
 """
 
 import os.path as _scorecard_path
@@ -12,13 +12,13 @@ import shlex as _scorecard_shlex
 from concord import scorecard as _scorecard
 
 _SCORECARD_DIR = f"{RESULTS}/scorecard"
-_SCORECARD_TABLES = _scorecard.scorecard_inputs(ALL_TARGETS, RESULTS)
+_SCORECARD_TABLES = _scorecard.scorecard_inputs(paper_outputs(), RESULTS)
 # docs/fidelity.md links scorecard rows to the choices where concord differs from a paper.
 _SCORECARD_FIDELITY = [
     p for p in [_scorecard_path.join(workflow.basedir, "docs/fidelity.md")] if _scorecard_path.isfile(p)
 ]
 _SCORECARD_CONFIG = as_json(
-    {k: config[k] for k in ("run_name", "evaluation", "training", "code", "scmoa", "report", "models") if k in config}
+    {k: config[k] for k in ("run_name", "evaluation", "training", "fmv", "scmoa", "report", "models") if k in config}
 )
 _SCORECARD_PAGES = {"summary": "Summary", "core": "CoRE", "fmv": "FMV", "scmoa": "SC-MoA"}
 
@@ -58,5 +58,3 @@ rule scorecard:
             " --config-json {params.config_json:q} {params.fidelity} > {log:q} 2>&1"
         )
 
-
-ALL_TARGETS.extend(f"{_SCORECARD_DIR}/{name}" for name in _scorecard.output_names())

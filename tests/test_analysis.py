@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from concord.analysis import class_correctness, default_n_values, diagnose, label_accuracy_curve, recovery_summary
-from concord.plots import RecoveryCell
-from concord.rollouts import COLUMNS, groups, validate_rollouts
+from concord.papers.core.analysis import class_correctness, default_n_values, diagnose, label_accuracy_curve, recovery_summary
+from concord.papers.core.figures import RecoveryCell
+from concord.papers.core.rollouts import COLUMNS, groups, validate_rollouts
 
 RNG = np.random.default_rng(0)
 CORRECT_TEXT = "Add the numbers: 12 + 7 = 19, so the answer is \\boxed{19}."

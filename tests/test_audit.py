@@ -324,12 +324,13 @@ from concord.audit import register_command
 
 configfile: "config.yaml"
 validate(config, "{repo}/config/schema.yaml")
-ALL_TARGETS = []
-include: "{repo}/rules/report.smk"
+include: "{repo}/rules/common.smk"
+include: "{repo}/rules/core/common.smk"
+include: "{repo}/rules/core/tables.smk"
 include: "{repo}/rules/audit.smk"
 
 rule all:
-    input: ALL_TARGETS
+    input: report_targets()
     default_target: True
 
 rule fake_results:
@@ -377,7 +378,8 @@ def _jobs(dry_run_output: str) -> set[str]:
 def test_workflow_targets_manifest_report_and_tamper(tmp_path):
     import yaml
 
-    from concord import plots, tables
+    from concord.papers.core import figures as plots
+    from concord.papers.core import tables
 
     outputs = [str(p) for m in WF_CONFIG["models"] for b in WF_CONFIG["benchmarks"]
                for p in [plots.recovery_path("results", m, b)]

@@ -307,7 +307,7 @@ def test_call_log_counts_calls_and_tokens_of_cache_hits_too(tmp_path):
 
 def test_scmoa_runs_over_http_with_concurrency_and_cache(tmp_path):
     """Algorithm 1 end to end through the HTTP client: every call is one request, a rerun none."""
-    from concord.scmoa import run_scmoa
+    from concord.papers.scmoa import run_scmoa
 
     def brain(body):
         system = body["messages"][0]["content"]

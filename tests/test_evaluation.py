@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from concord.curves import (
+from concord.papers.core.curves import (
     figure3,
     first_step_reaching,
     load_curves,
@@ -18,7 +18,7 @@ from concord.curves import (
     steps_saved_table,
 )
 from concord.data import write_questions
-from concord.evaluation import evaluate, grade_samples, mean_at_k
+from concord.papers.core.evaluation import evaluate, grade_samples, mean_at_k
 from concord.io import read_json, write_jsonl
 
 QUESTIONS = [
@@ -65,7 +65,7 @@ def test_evaluate_a_model_directory_with_mean_at_k(tmp_path, monkeypatch):
                      seed=0, evaluation=ev, engine={"backend": "hf", "dtype": "float32", "threads": 1})
     assert again["per_question"] == result["per_question"]
     # The contract's path parses for the tables.
-    from concord.tables import load_eval
+    from concord.papers.core.tables import load_eval
 
     frame = load_eval([out])
     assert frame.loc[0, "arm"] == "base" and frame.loc[0, "pass_at_1"] == pytest.approx(saved["pass_at_1"])

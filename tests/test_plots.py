@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from concord import io, plots, stats, tables
+from concord import io, stats
+from concord.papers.core import figures as plots
+from concord.papers.core import tables
 
 CONFIG = {
     "models": {"m1": {"family": "Math"}, "m2": {"family": "Math"}, "m3": {"family": "Instruct"}},

@@ -160,7 +160,7 @@ def test_registry_takes_plug_in_arms_per_group_or_batched():
     assert set(MATH_ARMS) <= set(available_arms())
     batch = score_batch("test_length_parity", ["q"] * 2, ["ab", "abc"], [0.0, 0.0], [{}, {}], 2, {})
     assert batch.rewards.tolist() == [0.0, 1.0] and batch.gates.tolist() == [0.25, 0.25]
-    with pytest.raises(ValueError, match="no reward scorer registered for arm 'nope'"):
+    with pytest.raises(ValueError, match="unknown reward arm 'nope'. Available: .*'core'"):
         get_scorer("nope")
 
 
@@ -204,7 +204,7 @@ def test_config_defaults_come_from_the_schema_and_typos_fail():
     assert (d["lr_scheduler"], d["warmup_ratio"], d["temperature"], d["max_completion_length"]) == ("cosine", 0.03, 1.0, 3072)
     assert section_defaults("evaluation") == {"k": 16, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 3072,
                                                "max_questions": None}
-    with pytest.raises(ValueError, match=r"unknown key\(s\) \['n_votes'\]"):
+    with pytest.raises(ValueError, match=r"unknown key\(s\) 'n_votes' \(did you mean 'n_vote'\?\)"):
         resolve_section("training", {"n_votes": 8})
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from concord.scmoa import analysis
+from concord.papers.scmoa import analysis
 
 
 def test_flip_decomposition_satisfies_proposition_1():

@@ -13,9 +13,9 @@ import re
 import pytest
 
 from concord.chat import FunctionChat
-from concord.scmoa import baselines, prompts
-from concord.scmoa.experiment import run_question
-from concord.scmoa.tasks import QATask
+from concord.papers.scmoa import baselines, prompts
+from concord.papers.scmoa.experiment import run_question
+from concord.papers.scmoa.tasks import QATask
 
 QUESTION = "What is 6 times 7?"
 
@@ -90,7 +90,7 @@ def test_textgrad_runs_loss_backward_step_three_times_and_votes_over_iterates():
 
 
 def test_textgrad_on_code_stops_once_the_public_tests_pass():
-    from concord.scmoa.tasks import CodeTask, TestResult
+    from concord.papers.scmoa.tasks import CodeTask, TestResult
 
     good = "def inc(x):\n    return x + 1\n"
 

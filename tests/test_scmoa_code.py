@@ -7,9 +7,9 @@ import re
 import pytest
 
 from concord.chat import FunctionChat
-from concord.scmoa import prompts, run_scmoa
-from concord.scmoa.code_runner import make_runner
-from concord.scmoa.loaders import humaneval_question, split_humaneval_tests
+from concord.papers.scmoa import prompts, run_scmoa
+from concord.papers.scmoa.code_runner import make_runner
+from concord.papers.scmoa.loaders import humaneval_question, split_humaneval_tests
 
 PROBLEM = "Write `absdiff(a, b)` returning the absolute difference of two integers."
 PUBLIC = [

@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from concord.scmoa import loaders
+from concord.papers.scmoa import loaders
 
 
 def test_bbh_task_files(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from concord.chat import CachedChat, EngineChat
 from concord.cli import main as cli_main
-from concord.scmoa import run_scmoa
+from concord.papers.scmoa import run_scmoa
 
 SMOLLM2 = Path(__file__).resolve().parents[1] / "results" / "models" / "smollm2-135m"
 SAMPLING = {"max_tokens": 24}

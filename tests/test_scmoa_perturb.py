@@ -8,8 +8,8 @@ import re
 import pytest
 
 from concord.chat import CachedChat, FunctionChat
-from concord.scmoa import prompts
-from concord.scmoa.perturb import missing_protected, paraphrase, parse_paraphrase_list, perturb, protected_tokens
+from concord.papers.scmoa import prompts
+from concord.papers.scmoa.perturb import missing_protected, paraphrase, parse_paraphrase_list, perturb, protected_tokens
 
 PHYSICS = "An electron with kinetic energy 3.5 eV moves at 2.1e6 m/s through a 12 cm gap. Find the field."
 CODE = "Fix `count_pairs` so it runs fast:\n```python\ndef count_pairs(xs):\n    return 0\n```\nReturn 10 pairs at most."

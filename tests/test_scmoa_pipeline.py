@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from concord.chat import CachedChat, Completion, FunctionChat
-from concord.scmoa import prompts, run_scmoa
-from concord.scmoa.pipeline import cluster, representative, select_override
+from concord.papers.scmoa import prompts, run_scmoa
+from concord.papers.scmoa.pipeline import cluster, representative, select_override
 
 QUESTION = "A box holds 6 rows of 7 apples. How many apples are in the box?"
 
@@ -160,7 +160,7 @@ def test_a_proposal_without_an_answer_never_anchors():
 
 
 def test_qa_clustering_is_j6_string_match_by_default():
-    from concord.scmoa.tasks import QATask
+    from concord.papers.scmoa.tasks import QATask
 
     payloads = ["(B)", "b", " B ", "1/2", "0.5"]
     assert QATask().group(payloads) == [0, 1, 1, 2, 3]  # lower-cased, stripped: nothing else merges

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from concord import io, tables
+from concord import io
+from concord.papers.core import tables
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
-"""Generic writers for analysis outputs: any DataFrame as CSV + Markdown + LaTeX, and Figure 2.
+"""Generic writers for analysis outputs: any DataFrame as CSV + Markdown + LaTeX.
 
-The paper's Tables 1-3 and Figures 4-5 have their own builders (:mod:`concord.tables`,
-:mod:`concord.plots`); this module serves the offline analyses that are plain tables/curves.
+The paper's Tables 1-3 and Figures 4-5 have their own builders (:mod:`concord.papers.core.tables`,
+:mod:`concord.papers.core.figures`); this module serves the offline analyses that are plain tables/curves.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import pandas as pd
 
 from concord.io import atomic_path, save_figure, write_text
 
-METHOD_LABELS = {"majority": "Majority (TTRL)", "ec": "EC (graph)", "cisc": "CISC (conf.)", "core": "CoRE"}
-METHOD_COLORS = {"majority": "#d62728", "ec": "#9467bd", "cisc": "#ff7f0e", "core": "#2ca02c"}
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> Path:
@@ -35,25 +33,3 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path, caption: str = "", fl
         write_text(csv_path.with_suffix(".md"), md),
         write_text(csv_path.with_suffix(".tex"), tex),
     ]
-
-
-def plot_label_accuracy(summary: pd.DataFrame, png_path: str | Path, title: str = "") -> list[Path]:
-    """Figure 2: pseudo-label accuracy versus N per operator, with 95% subsampling bands."""
-    from concord.plots import new_figure, style
-
-    with style():
-        fig, ax = new_figure(4.2, 3.0)
-        for method, sub in summary.groupby("method", sort=False):
-            sub = sub.sort_values("n")
-            color = METHOD_COLORS.get(method)
-            ax.plot(sub["n"], 100 * sub["mean"], marker="o", ms=3, color=color, label=METHOD_LABELS.get(method, method))
-            ax.fill_between(sub["n"], 100 * sub["lo"], 100 * sub["hi"], color=color, alpha=0.15, linewidth=0)
-        ax.set_xscale("log", base=2)
-        ns = sorted(summary["n"].unique())
-        ax.set_xticks(ns, [str(n) for n in ns])
-        ax.set_xlabel("roll-outs per question N")
-        ax.set_ylabel("pseudo-label accuracy (%)")
-        if title:
-            ax.set_title(title)
-        ax.legend(frameon=False, fontsize=7)
-        return save_figure(fig, png_path)

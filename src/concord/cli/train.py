@@ -1,6 +1,6 @@
 """Commands of the training stage: ``train`` (test-time GRPO) and ``figure3`` (training curves).
 
-``train`` is launched through ``accelerate launch -m concord train ...`` by rules/train.smk (one
+``train`` is launched through ``accelerate launch -m concord train ...`` by rules/core/train.smk (one
 process on CPU, one per GPU on a node); run it directly with ``python -m concord train ...``
 for a single process.
 """
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch")
     p.set_defaults(func=cmd_train)
 
-    p = subparsers.add_parser("figure3", help="Figure 3: validation pass@1 vs step, CoRE vs Majority, steps saved")
+    p = subparsers.add_parser("core-figure3", aliases=["figure3"], help="Figure 3: validation pass@1 vs step, CoRE vs Majority, steps saved")
     p.add_argument("--logs", nargs="+", required=True,
                    help="training output directories results/train/{model}/{benchmark}/{arm}/seed{seed} (or their log.jsonl)")
     p.add_argument("--figure", required=True, help="PNG path (a PDF twin is written beside it)")
@@ -65,7 +65,7 @@ def cmd_train(args) -> int:
 def cmd_figure3(args) -> int:
     from pathlib import Path
 
-    from concord.curves import figure3
+    from concord.papers.core.curves import figure3
 
     outputs = figure3(args.logs, figure=args.figure, table=args.table, plateau_window=args.plateau_window,
                       labels=args.labels)

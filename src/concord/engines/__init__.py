@@ -1,25 +1,42 @@
-"""Generation engines behind one interface (see :mod:`concord.engines.base`)."""
+"""Generation engines behind one interface (see :mod:`concord.engines.base`).
+
+Engines register by backend name in :data:`ENGINES`; each backend's module (and its heavy
+dependencies: transformers, vLLM) is imported only when that backend is built.
+"""
 
 from __future__ import annotations
 
 import os
 
 from concord.engines.base import Engine, Generation, Messages, SamplingParams, mean_logprob
+from concord.registry import Registry
 
-BACKENDS = ("hf", "vllm")
+#: backend name -> factory ``(model_path, **options) -> Engine``
+ENGINES: Registry = Registry("engine backend")
+
+
+@ENGINES.register("hf")
+def _hf(model_path, **options) -> Engine:
+    """transformers ``generate`` (CPU or GPU)."""
+    from concord.engines.hf import HFEngine
+
+    return HFEngine(model_path, **options)
+
+
+@ENGINES.register("vllm")
+def _vllm(model_path, **options) -> Engine:
+    """vLLM (GPU only; imported lazily)."""
+    from concord.engines.vllm import VLLMEngine
+
+    return VLLMEngine(model_path, **options)
+
+
+BACKENDS = tuple(ENGINES.names())
 
 
 def load_engine(backend: str, model_path: str | os.PathLike, **options) -> Engine:
     """Build an engine: ``hf`` (transformers ``generate``, CPU or GPU) or ``vllm`` (GPU)."""
-    if backend == "hf":
-        from concord.engines.hf import HFEngine
-
-        return HFEngine(model_path, **options)
-    if backend == "vllm":
-        from concord.engines.vllm import VLLMEngine
-
-        return VLLMEngine(model_path, **options)
-    raise ValueError(f"unknown engine backend {backend!r}; choose one of {BACKENDS}")
+    return ENGINES.get(backend)(model_path, **options)
 
 
-__all__ = ["BACKENDS", "Engine", "Generation", "Messages", "SamplingParams", "load_engine", "mean_logprob"]
+__all__ = ["BACKENDS", "ENGINES", "Engine", "Generation", "Messages", "SamplingParams", "load_engine", "mean_logprob"]

@@ -6,7 +6,7 @@ log-probability under the sampling policy, computed once by the trainer, identic
 arm) and the question's non-gold fields -- never a gold answer. Arms register here by name, so
 other reward families (e.g. FMV for code) plug into the same trainer::
 
-    @register_scorer("fmv")
+    @register_scorer("my_arm")
     def fmv(group: GroupInput) -> GroupScore: ...
 
     @register_scorer("core", batched=True)  # or score a whole step's groups at once
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from concord.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,11 @@ class GroupScore:
 #: grouped in one symbolic-worker round trip, the replicator dynamics of all questions at once).
 Scorer = Callable[[GroupInput], GroupScore]
 BatchScorer = Callable[[list[GroupInput]], list[GroupScore]]
-_SCORERS: dict[str, BatchScorer] = {}
+#: Every reward arm by name. The math arms register below; the paper packages register theirs
+#: (e.g. ``concord.papers.fmv.rewards``: ``fmv``, ``fmv_pointwise``) when they are imported.
+REWARD_ARMS: Registry[BatchScorer] = Registry(
+    "reward arm", hint="arms of the paper packages register when concord.papers is imported"
+)
 
 
 def register_scorer(arm: str, scorer: Scorer | BatchScorer | None = None, *, batched: bool = False):
@@ -73,7 +79,7 @@ def register_scorer(arm: str, scorer: Scorer | BatchScorer | None = None, *, bat
     """
 
     def _register(fn):
-        _SCORERS[arm] = fn if batched else _batch_of(fn)
+        REWARD_ARMS.register(arm, fn if batched else _batch_of(fn))
         return fn
 
     return _register(scorer) if scorer is not None else _register
@@ -88,26 +94,11 @@ def _batch_of(fn: Scorer) -> BatchScorer:
 
 
 def get_scorer(arm: str) -> BatchScorer:
-    _load_plugins()
-    try:
-        return _SCORERS[arm]
-    except KeyError:
-        raise ValueError(f"no reward scorer registered for arm {arm!r}; known arms: {sorted(_SCORERS)}") from None
+    return REWARD_ARMS.get(arm)
 
 
 def available_arms() -> list[str]:
-    _load_plugins()
-    return sorted(_SCORERS)
-
-
-def _load_plugins() -> None:
-    # Reward families living elsewhere in the library register themselves on import; importing
-    # lazily keeps `concord.rl` light and tolerates a family that is not part of this install.
-    try:
-        import concord.code.rewards  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("concord.code", "concord.code.rewards"):
-            raise
+    return REWARD_ARMS.names()
 
 
 def math_scorer(arm: str) -> BatchScorer:

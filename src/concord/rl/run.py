@@ -23,38 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+# Defaults live in config/schema.yaml, resolved by concord.config (one resolver for every command).
+from concord.config import SCHEMA_PATH, resolve_section, section_defaults  # noqa: F401
 from concord.rl.rewards import GOLD_FIELDS
 
 log = logging.getLogger(__name__)
 
 TRAINER_STATE = "trainer_state.json"  # written last into a checkpoint: its presence marks a complete one
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
-
-
-# --------------------------------------------------------------------------- configuration
-def section_defaults(name: str, schema_path: str | os.PathLike = SCHEMA_PATH) -> dict:
-    """Defaults of one top-level config section, read from config/schema.yaml (the single source)."""
-    import yaml
-
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    try:
-        props = schema["properties"][name]["properties"]
-    except KeyError:
-        raise KeyError(f"config/schema.yaml has no '{name}' section") from None
-    return {key: spec["default"] for key, spec in props.items() if "default" in spec}
-
-
-def resolve_section(name: str, values: Mapping[str, Any] | None, schema_path: str | os.PathLike = SCHEMA_PATH) -> dict:
-    """Schema defaults overlaid with ``values``; an unknown key is an error, never ignored."""
-    import yaml
-
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    known = set(schema["properties"][name]["properties"])
-    values = dict(values or {})
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown key(s) {unknown} in the '{name}' config section; known: {sorted(known)}")
-    return {**section_defaults(name, schema_path), **values}
 
 
 def total_steps(n_questions: int, training: Mapping[str, Any], benchmark: str | None = None) -> int:

@@ -1,0 +1,89 @@
+# Offline consensus analysis on stored roll-outs (no training): Figure 2 and Appendix H.
+
+
+rule label_accuracy:
+    input:
+        f"{RESULTS}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.parquet",
+    output:
+        table=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.csv",
+        markdown=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.md",
+        latex=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.tex",
+        png=report(
+            f"{RESULTS}/figures/figure2/{{model}}_{{benchmark}}_seed{{seed}}.png",
+            caption="../../report/figure2.rst",
+            category="Figure 2",
+            subcategory="{model} / {benchmark}",
+        ),
+        pdf=f"{RESULTS}/figures/figure2/{{model}}_{{benchmark}}_seed{{seed}}.pdf",
+    params:
+        consensus=as_json(section("consensus")),
+        analysis=as_json(section("analysis")),
+        title=lambda wc: f"{wc.model} / {wc.benchmark}",
+    log:
+        f"{LOGS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.log",
+    benchmark:
+        f"{BENCH}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        audited(
+            "python -m concord core-label-accuracy --rollouts {input:q} --consensus {params.consensus:q}"
+            " --analysis {params.analysis:q} --seed {wildcards.seed} --title {params.title:q}"
+            " --table {output.table:q} --figure {output.png:q} > {log:q} 2>&1"
+        )
+
+
+rule recovery:
+    input:
+        lambda wc: f"{RESULTS}/rollouts/{wc.model}/{wc.benchmark}/seed{first_seed()}.parquet",
+    output:
+        questions=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery_questions.csv",
+        summary=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery.json",
+        markdown=report(
+            f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery.md",
+            caption="../../report/recovery.rst",
+            category="Appendix H",
+            subcategory="{model} / {benchmark}",
+        ),
+    params:
+        consensus=as_json(section("consensus")),
+    log:
+        f"{LOGS}/analysis/{{model}}/{{benchmark}}/recovery.log",
+    benchmark:
+        f"{BENCH}/analysis/{{model}}/{{benchmark}}/recovery.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        audited(
+            "python -m concord core-recovery --rollouts {input:q} --consensus {params.consensus:q}"
+            " --questions-out {output.questions:q} --summary-out {output.summary:q}"
+            " --markdown-out {output.markdown:q} > {log:q} 2>&1"
+        )
+
+
+FIGURE2_TARGETS = expand(
+    f"{RESULTS}/figures/figure2/{{model}}_{{benchmark}}_seed{{seed}}.png",
+    model=MODELS,
+    benchmark=BENCHMARKS,
+    seed=SEEDS[:1],
+)
+APPENDIX_H_TARGETS = expand(
+    f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery.md", model=MODELS, benchmark=BENCHMARKS
+)
+
+
+rule figure2:
+    input:
+        FIGURE2_TARGETS,
+
+
+rule appendix_h:
+    input:
+        APPENDIX_H_TARGETS,
+

@@ -1,0 +1,72 @@
+# Variables, input/param functions and target lists of the CoRE paper's rules (rules/core/*.smk).
+
+from concord.papers.core import figures as _plots
+from concord.papers.core import tables as _tables
+
+TRAIN = section("training")
+EVALUATION = section("evaluation")
+TRAIN_GPUS = int(TRAIN.get("gpus", 8)) if ON_GPU else 0
+CURVE_ARMS = ["majority", "core"]
+
+
+def accelerate_config(wildcards, resources):
+    name = TRAIN.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 else "config/accelerate/cpu.yaml"
+    return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
+
+
+def train_dir(model, benchmark, arm, seed):
+    return f"{RESULTS}/train/{model}/{benchmark}/{arm}/seed{seed}"
+
+
+def eval_model_dir(wildcards):
+    """What an evaluation reads: the base model, or the trained model of that arm and seed."""
+    if wildcards.arm == "base":
+        return f"{RESULTS}/models/{wildcards.model}"
+    return train_dir(wildcards.model, wildcards.benchmark, wildcards.arm, wildcards.seed) + "/model"
+
+
+def figure3_cells():
+    """(model, benchmark) panels of Figure 3: training.figure3_cells, else every pair."""
+    from concord.papers.core.curves import parse_cells
+
+    return parse_cells(TRAIN.get("figure3_cells") or [], MODELS, BENCHMARKS)
+
+
+def figure3_inputs(wildcards=None):
+    return [train_dir(m, b, a, s) + "/log.jsonl" for m, b in figure3_cells() for a in CURVE_ARMS for s in SEEDS]
+
+
+def train_targets():
+    return [train_dir(m, b, a, s) + "/log.jsonl" for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
+
+
+def eval_targets():
+    return expand(
+        f"{RESULTS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.json",
+        model=MODELS, benchmark=BENCHMARKS, arm=["base"] + ARMS, seed=SEEDS,
+    )
+
+
+def figure3_targets():
+    """Figure 3 and its table, when the config trains both arms it compares."""
+    if not all(a in ARMS for a in CURVE_ARMS):
+        return []
+    return [f"{RESULTS}/figures/figure3.png", f"{RESULTS}/tables/figure3_steps_saved.csv"]
+
+
+def core_targets():
+    """The CoRE paper's final outputs: Figure 2 and Appendix H per (model, benchmark), every
+    evaluation, Figure 3, Tables 1-3 and Figures 4-5 (those the config supports)."""
+    return FIGURE2_TARGETS + APPENDIX_H_TARGETS + eval_targets() + figure3_targets() + report_targets()
+
+
+# Tables 1-3 and Figures 4-5 (rules/core/tables.smk): the config sections they read travel as JSON.
+_REPORT_CONFIG_JSON = json.dumps(
+    {k: config[k] for k in ("models", "benchmarks", "arms", "seeds", "report") if k in config},
+    sort_keys=True,
+)
+
+
+def report_targets():
+    """Tables 1-3 and Figures 4-5 that the config supports (part of core_targets())."""
+    return _plots.report_targets(config, RESULTS)

@@ -1,0 +1,33 @@
+# N roll-outs per (model, benchmark, seed): the raw material of every consensus operator.
+
+
+rule rollouts:
+    input:
+        model=f"{RESULTS}/models/{{model}}",
+        questions=f"{RESULTS}/data/{{benchmark}}.jsonl",
+    output:
+        f"{RESULTS}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.parquet",
+    params:
+        rollouts=as_json(section("rollouts")),
+        engine=as_json(ENGINE),
+        model_spec=model_spec,
+        task=lambda wc: task_of(wc.benchmark),
+        cache=lambda wc: f"{CACHE}/rollouts/{wc.model}/{wc.benchmark}/seed{wc.seed}",
+    threads: 2
+    log:
+        f"{LOGS}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.tsv"
+    resources:
+        gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
+        mem_mb=16000,
+        runtime=240,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        audited(
+            "python -m concord core-rollouts --model-dir {input.model:q} --questions {input.questions:q}"
+            " --out {output:q} --seed {wildcards.seed} --rollouts {params.rollouts:q} --engine {params.engine:q}"
+            " --model-spec {params.model_spec:q} --task {params.task} --cache-dir {params.cache:q}"
+            " --threads {threads} > {log:q} 2>&1"
+        )

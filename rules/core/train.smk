@@ -1,0 +1,117 @@
+# Test-time GRPO (seed 000, section 4): train every (model, benchmark, arm, seed) with the arm's
+# consensus reward, evaluate the base model and every trained model (mean@k), and draw Figure 3.
+#
+# Training resumes: checkpoints live under results/.cache/train/... (CACHE, outside the declared
+# outputs, which Snakemake deletes before a job), so a killed job picks up from its last
+# checkpoint when rerun. On a GPU node the job asks for `training.gpus` GPUs and launches that
+# many processes through accelerate (FSDP or DeepSpeed config in config/accelerate/); on CPU it
+# is one process with config/accelerate/cpu.yaml -- the same code path.
+
+rule train:
+    input:
+        model=f"{RESULTS}/models/{{model}}",
+        questions=f"{RESULTS}/data/{{benchmark}}.jsonl",
+    output:
+        # The weights are intermediate (removed once every evaluation that reads them has run,
+        # unless keep_trained_models); the run's logs next to them stay.
+        model=trained_model(f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/model"),
+        log=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/log.jsonl",
+        groups=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/groups.jsonl",
+        provenance=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/provenance.json",
+    wildcard_constraints:
+        arm=alternatives(ARMS),
+    params:
+        training=as_json(TRAIN),
+        consensus=as_json(section("consensus")),
+        evaluation=as_json(EVALUATION),
+        model_spec=model_spec,
+        task=lambda wc: task_of(wc.benchmark),
+        checkpoints=lambda wc: f"{CACHE}/train/{wc.model}/{wc.benchmark}/{wc.arm}/seed{wc.seed}",
+        accelerate_config=accelerate_config,
+        num_processes=lambda wc, resources: max(1, resources.gpu),
+    threads: int(TRAIN.get("threads", 2))
+    log:
+        f"{LOGS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.tsv"
+    resources:
+        gpu=TRAIN_GPUS,
+        mem_mb=(480000 if TRAIN_GPUS else 8000),
+        runtime=(2880 if TRAIN_GPUS else 60),
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        audited(
+            "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
+            " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
+            " -m concord train --model-dir {input.model:q} --questions {input.questions:q} --out {output.model:q}"
+            " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.arm} --seed {wildcards.seed}"
+            " --training {params.training:q} --consensus {params.consensus:q} --evaluation {params.evaluation:q}"
+            " --model-spec {params.model_spec:q} --task {params.task} --benchmark {wildcards.benchmark}"
+            " --threads {threads} > {log:q} 2>&1"
+            " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/groups.jsonl {output.groups:q}"
+            " && mv {output.model:q}/provenance.json {output.provenance:q}"
+        )
+
+
+rule evaluate:
+    input:
+        model=eval_model_dir,
+        questions=f"{RESULTS}/data/{{benchmark}}.jsonl",
+    output:
+        f"{RESULTS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.json",
+    params:
+        evaluation=as_json(EVALUATION),
+        engine=as_json(ENGINE),
+        model_spec=model_spec,
+        task=lambda wc: task_of(wc.benchmark),
+    # One thread per CPU job: two evaluations share a 2-core machine better than one with two
+    # OpenMP threads, which spin badly whenever the cores are contended.
+    threads: 4 if ON_GPU else 1
+    log:
+        f"{LOGS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.tsv"
+    resources:
+        gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
+        mem_mb=16000,
+        runtime=240,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        audited(
+            "python -m concord core-evaluate --model-dir {input.model:q} --questions {input.questions:q} --out {output:q}"
+            " --arm {wildcards.arm} --seed {wildcards.seed} --evaluation {params.evaluation:q}"
+            " --engine {params.engine:q} --model-spec {params.model_spec:q} --task {params.task}"
+            " --threads {threads} > {log:q} 2>&1"
+        )
+
+
+rule figure3:
+    input:
+        figure3_inputs(),
+    output:
+        png=report(
+            f"{RESULTS}/figures/figure3.png",
+            caption="../../report/figure3.rst",
+            category="Figures",
+            labels={"figure": "Figure 3", "format": "PNG"},
+        ),
+        pdf=f"{RESULTS}/figures/figure3.pdf",
+        csv=f"{RESULTS}/tables/figure3_steps_saved.csv",
+        md=f"{RESULTS}/tables/figure3_steps_saved.md",
+        tex=f"{RESULTS}/tables/figure3_steps_saved.tex",
+        curves=f"{RESULTS}/tables/figure3_steps_saved_curves.csv",
+    params:
+        plateau_window=int(TRAIN.get("plateau_window", 1)),
+        labels=as_json(section("report").get("labels", {})),
+    log:
+        f"{LOGS}/report/figure3.log",
+    conda:
+        "../../envs/analysis.yaml"
+    shell:
+        audited(
+            "python -m concord core-figure3 --logs {input:q} --figure {output.png:q} --table {output.csv:q}"
+            " --plateau-window {params.plateau_window} --labels {params.labels:q} > {log:q} 2>&1"
+        )
+

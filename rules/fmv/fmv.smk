@@ -1,0 +1,342 @@
+"""Functional Majority Voting for code (concord.papers.fmv, concord.execution; `fmv` config section).
+
+    data -> candidates (generation) -> exec (sandboxed runs + hidden-test grades)
+         -> gencluster (LLM-judge tournament) -> analysis -> Figure 2 (left, right)
+    data -> halves -> TTRL (fmv, fmv_pointwise) -> candidates/exec of the trained policies
+         -> Table 1 (random half, hold-out) and Table 2 (joint vs pointwise at two budgets)
+
+Paths live under results/fmv/. A *policy* is `base` (the model itself) or
+`ttrl-{arm}-{half|full}-n{N}` (trained on the train half or the full set with roll-out budget N);
+an *evalset* is `all`, `train` or `holdout`. `FMV_TARGETS` lists the final outputs (already
+requested by rule all through get_final_output()).
+"""
+
+
+wildcard_constraints:
+    cmodel="|".join(re.escape(m) for m in FMV_MODELS) or "^$",
+    cbench="|".join(re.escape(b) for b in FMV_BENCHMARKS) or "^$",
+    policy=r"base|ttrl-(fmv|fmv_pointwise)-(half|full)-n\d+",
+    evalset="all|train|holdout",
+    split="half|full",
+    carm="fmv|fmv_pointwise",
+    nvote=r"\d+",
+
+
+if FMV_ONLY_MODELS:
+
+    # Models only the code experiments use (e.g. Qwen3-2507 in config/paper.yaml).
+    rule fmv_model:
+        output:
+            directory(f"{RESULTS}/models/{{xmodel}}"),
+        wildcard_constraints:
+            xmodel="|".join(re.escape(m) for m in FMV_ONLY_MODELS),
+        params:
+            spec=lambda wc: as_json(FMV_SPECS[wc.xmodel]),
+        log:
+            f"{LOGS}/model/{{xmodel}}.log",
+        benchmark:
+            f"{BENCH}/model/{{xmodel}}.tsv"
+        resources:
+            mem_mb=8000,
+            runtime=60,
+        conda:
+            FMV_ENV
+        shell:
+            audited(
+                "python -m concord model --spec {params.spec:q} --out {output:q} > {log:q} 2>&1"
+            )
+
+
+rule fmv_data:
+    input:
+        # a LiveCodeBench release file is an input (HumanEval ships inside its package)
+        lambda wc: [FMV["benchmarks"][wc.cbench]["path"]] if FMV["benchmarks"][wc.cbench].get("path") else [],
+    output:
+        f"{CR}/data/{{cbench}}.jsonl",
+    params:
+        spec=_fmv_bench_spec,
+        exec=as_json(FMV_EXEC),
+    threads: FMV_WORKERS
+    log:
+        f"{LOGS}/fmv/data/{{cbench}}.log",
+    benchmark:
+        f"{BENCH}/fmv/data/{{cbench}}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-data --benchmark-spec {params.spec:q} --exec {params.exec:q} --out {output:q}"
+            " --rule fmv_data > {log:q} 2>&1"
+        )
+
+
+rule fmv_split:
+    input:
+        f"{CR}/data/{{cbench}}.jsonl",
+    output:
+        train=f"{CR}/data/{{cbench}}.train.jsonl",
+        holdout=f"{CR}/data/{{cbench}}.holdout.jsonl",
+    params:
+        seed=int(FMV_TTRL.get("split_seed", 0)),
+    log:
+        f"{LOGS}/fmv/split/{{cbench}}.log",
+    localrule: True
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-split --data {input:q} --seed {params.seed} --train-out {output.train:q}"
+            " --holdout-out {output.holdout:q} --rule fmv_split > {log:q} 2>&1"
+        )
+
+
+rule fmv_generate:
+    input:
+        model=_policy_model,
+        data=_evalset_data,
+    output:
+        f"{CR}/candidates/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
+    params:
+        sampling=as_json(FMV.get("sampling", {})),
+        engine=as_json(ENGINE),
+    threads: 2
+    log:
+        f"{LOGS}/fmv/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
+    benchmark:
+        f"{BENCH}/fmv/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.tsv"
+    resources:
+        gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
+        mem_mb=16000,
+        runtime=240,
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-generate --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
+            " --sampling {params.sampling:q} --engine {params.engine:q} --seed {wildcards.seed} --threads {threads}"
+            " --rule fmv_generate > {log:q} 2>&1"
+        )
+
+
+rule fmv_execute:
+    input:
+        data=_evalset_data,
+        candidates=f"{CR}/candidates/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
+    output:
+        f"{CR}/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
+    params:
+        exec=as_json(FMV_EXEC),
+    threads: FMV_WORKERS
+    log:
+        f"{LOGS}/fmv/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
+    benchmark:
+        f"{BENCH}/fmv/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.tsv"
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-execute --data {input.data:q} --candidates {input.candidates:q} --out {output:q}"
+            " --exec {params.exec:q} --workers {threads} --rule fmv_execute > {log:q} 2>&1"
+        )
+
+
+rule fmv_gencluster:
+    input:
+        data=f"{CR}/data/{{cbench}}.jsonl",
+        exec=f"{CR}/exec/{{cmodel}}/{{cbench}}/base/seed{{seed}}/all.parquet",
+        judge=_judge_dir,
+    output:
+        f"{CR}/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.json",
+    params:
+        gencluster=as_json(FMV.get("gencluster", {})),
+        engine=as_json(ENGINE),
+    threads: 2
+    log:
+        f"{LOGS}/fmv/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/fmv/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.tsv"
+    resources:
+        gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
+        mem_mb=16000,
+        runtime=240,
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-gencluster --data {input.data:q} --exec-table {input.exec:q}"
+            " --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
+            " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule fmv_gencluster > {log:q} 2>&1"
+        )
+
+
+rule fmv_analyze:
+    input:
+        unpack(_analysis_inputs),
+    output:
+        f"{CR}/analysis/{{cmodel}}/{{cbench}}/seed{{seed}}.json",
+    params:
+        analysis=as_json(FMV.get("analysis", {})),
+        gencluster=lambda wc, input: f"--gencluster {input.gencluster}" if "gencluster" in input.keys() else "",
+    threads: 2
+    log:
+        f"{LOGS}/fmv/analysis/{{cmodel}}/{{cbench}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/fmv/analysis/{{cmodel}}/{{cbench}}/seed{{seed}}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-analyze --data {input.data:q} --exec-table {input.exec:q}"
+            " --candidates {input.candidates:q} {params.gencluster} --analysis {params.analysis:q}"
+            " --seed {wildcards.seed} --out {output:q} --rule fmv_analyze > {log:q} 2>&1"
+        )
+
+
+rule fmv_figure2:
+    input:
+        expand(f"{CR}/analysis/{{cmodel}}/{{{{cbench}}}}/seed{FMV_SEEDS[0]}.json", cmodel=FMV_MODELS),
+    output:
+        left_png=f"{CR}/figures/{{cbench}}/figure2_left.png",
+        left_pdf=f"{CR}/figures/{{cbench}}/figure2_left.pdf",
+        left_csv=f"{CR}/figures/{{cbench}}/figure2_left.csv",
+        left_md=f"{CR}/figures/{{cbench}}/figure2_left.md",
+        left_tex=f"{CR}/figures/{{cbench}}/figure2_left.tex",
+        right_png=f"{CR}/figures/{{cbench}}/figure2_right.png",
+        right_pdf=f"{CR}/figures/{{cbench}}/figure2_right.pdf",
+        right_csv=f"{CR}/figures/{{cbench}}/figure2_right.csv",
+        right_md=f"{CR}/figures/{{cbench}}/figure2_right.md",
+        right_tex=f"{CR}/figures/{{cbench}}/figure2_right.tex",
+    params:
+        analyses=lambda wc, input: " ".join(
+            f"--analysis {shell_quote(_fmv_label(m) + '=' + p)}" for m, p in zip(FMV_MODELS, input)
+        ),
+        right=lambda wc: shell_quote(_fmv_label(FMV.get("figure2_right") or FMV_MODELS[0])),
+        out_dir=lambda wc, output: os.path.dirname(output.left_png),
+    log:
+        f"{LOGS}/fmv/figure2/{{cbench}}.log",
+    localrule: True
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
+            " --rule fmv_figure2 > {log:q} 2>&1"
+        )
+
+
+# ------------------------------------------------------------------ TTRL (Tables 1 and 2)
+
+
+# The same GRPO trainer as the math arms (accelerate launch: FSDP on GPU nodes, one CPU process
+# otherwise); checkpoints under CACHE so a killed job resumes.
+rule fmv_train:
+    input:
+        model=lambda wc: _fmv_model_dir(wc.cmodel),
+        data=_train_data,
+    output:
+        # Intermediate weights (see trained_model in rules/common.smk); the log stays.
+        model=trained_model(f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/model"),
+        log=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/log.jsonl",
+        provenance=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/provenance.json",
+    params:
+        training=_train_overrides,
+        exec=as_json(FMV_EXEC),
+        checkpoints=lambda wc: f"{CACHE}/fmv-train/{wc.cmodel}/{wc.cbench}/{wc.carm}-{wc.split}-n{wc.nvote}/seed{wc.seed}",
+        accelerate_config=_fmv_accelerate_config,
+        num_processes=lambda wc, resources: max(1, resources.gpu),
+    threads: int(_FMV_TRAINING.get("threads", 2))
+    log:
+        f"{LOGS}/fmv/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.log",
+    benchmark:
+        f"{BENCH}/fmv/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.tsv"
+    resources:
+        gpu=_FMV_TRAIN_GPUS,
+        mem_mb=(480000 if _FMV_TRAIN_GPUS else 8000),
+        runtime=(2880 if _FMV_TRAIN_GPUS else 60),
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m accelerate.commands.launch --config_file {params.accelerate_config:q}"
+            " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
+            " -m concord fmv-train --data {input.data:q} --model-dir {input.model:q} --out {output.model:q}"
+            " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
+            " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule fmv_train > {log:q} 2>&1"
+            " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/provenance.json {output.provenance:q}"
+        )
+
+
+rule fmv_table1:
+    input:
+        train=f"{CR}/data/{_TT_BENCH}.train.jsonl",
+        holdout=f"{CR}/data/{_TT_BENCH}.holdout.jsonl",
+        execs=list(dict.fromkeys(_table1_execs().values())),
+    output:
+        csv=f"{CR}/tables/table1.csv",
+        md=f"{CR}/tables/table1.md",
+        tex=f"{CR}/tables/table1.tex",
+    params:
+        execs=_pairs_args(_table1_execs()),
+        labels=as_json(_TT_LABELS),
+        n=int(FMV.get("sampling", {}).get("n", 64)),
+        resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
+        stem=lambda wc, output: os.path.splitext(output.csv)[0],
+    log:
+        f"{LOGS}/fmv/table1.log",
+    localrule: True
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-table1 --train-data {input.train:q} --holdout-data {input.holdout:q} {params.execs}"
+            " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} --out-stem {params.stem:q}"
+            " --rule fmv_table1 > {log:q} 2>&1"
+        )
+
+
+rule fmv_table2:
+    input:
+        data=f"{CR}/data/{_TT_BENCH}.jsonl",
+        execs=list(_table2_execs().values()),
+    output:
+        csv=f"{CR}/tables/table2.csv",
+        md=f"{CR}/tables/table2.md",
+        tex=f"{CR}/tables/table2.tex",
+    params:
+        execs=_pairs_args(_table2_execs()),
+        n=int(FMV.get("sampling", {}).get("n", 64)),
+        resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
+        stem=lambda wc, output: os.path.splitext(output.csv)[0],
+    log:
+        f"{LOGS}/fmv/table2.log",
+    localrule: True
+    conda:
+        FMV_ENV
+    shell:
+        audited(
+            "python -m concord fmv-table2 --data {input.data:q} {params.execs} --n {params.n}"
+            " --n-resamples {params.resamples} --out-stem {params.stem:q} --rule fmv_table2 > {log:q} 2>&1"
+        )
+
+
+
+rule fmv_all:
+    input:
+        FMV_TARGETS,
+    localrule: True
+
+
+# The first release's name for fmv_all; kept as an alias for one release.
+rule fmv_all:
+    input:
+        FMV_TARGETS,
+    localrule: True

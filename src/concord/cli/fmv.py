@@ -1,0 +1,380 @@
+"""`python -m concord fmv-*` (aliases `code-*`): Functional Majority Voting for code (data, generation, execution,
+GenCluster judging, analysis, Figure 2, Tables 1-2).
+
+Every command reads and writes explicit paths; structured settings come as JSON strings from
+the rules (config sections). With ``--rule NAME`` the outputs are registered in the run manifest.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from concord.cli._common import json_arg
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _read_questions(path) -> list[dict]:
+    from concord import io
+    from concord.papers.fmv.data import validate_record
+
+    if not Path(path).is_file():
+        raise SystemExit(f"questions file not found: {path}")
+    records = [validate_record(r) for r in io.read_jsonl(path)]
+    if not records:
+        raise SystemExit(f"{path}: no questions")
+    return records
+
+
+def _read_parquet(path):
+    """A table of candidates or execution results: Parquet, or JSONL (one row per line)."""
+    import pandas as pd
+
+    from concord import io
+
+    if not Path(path).is_file():
+        raise SystemExit(f"file not found: {path}")
+    if str(path).endswith((".jsonl", ".json")):
+        return pd.DataFrame(io.read_jsonl(path))
+    return pd.read_parquet(path)
+
+
+def _exec_settings(spec: dict, workers: int | None = None):
+    from concord.papers.fmv.grading import ExecSettings
+
+    return ExecSettings(timeout_s=float(spec.get("timeout_s", 6.0)), memory_mb=int(spec.get("memory_mb", 1024)),
+                        sandbox=spec.get("sandbox"), workers=workers or spec.get("workers"),
+                        max_output_bytes=int(spec.get("max_output_bytes", 4 * 1024 * 1024)))
+
+
+def _register(args, outputs, inputs, config) -> None:
+    if getattr(args, "rule", None):
+        from concord.cli._common import register_outputs
+
+        register_outputs(outputs, rule=args.rule, inputs=inputs, config=config)
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.rpartition("=")  # labels may contain "=" (e.g. N=32), paths do not
+        if not sep or not key or not value:
+            raise SystemExit(f"{what} must look like LABEL=PATH, got {item!r}")
+        out[key] = value
+    return out
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_data(args) -> int:
+    from concord import io, provenance
+    from concord.papers.fmv import data
+
+    spec, exec_spec = args.benchmark_spec, args.exec
+    source = spec.get("source")
+    if source == "humaneval":
+        records = data.load_humaneval(spec.get("n_questions"), seed=int(spec.get("seed", 0)),
+                                      max_inputs=int(spec.get("max_inputs", 20)),
+                                      timeout_s=float(exec_spec.get("timeout_s", 6.0)) + 4.0,
+                                      memory_mb=int(exec_spec.get("memory_mb", 1024)),
+                                      sandbox=exec_spec.get("sandbox"))
+        inputs = []
+    elif source == "livecodebench":
+        if not spec.get("path"):
+            raise SystemExit("a livecodebench benchmark needs 'path' (a code_generation_lite JSONL file)")
+        records = data.load_livecodebench(spec["path"], spec.get("n_questions"), seed=int(spec.get("seed", 0)),
+                                          start_date=spec.get("start_date"), end_date=spec.get("end_date"),
+                                          max_inputs=spec.get("max_inputs"))
+        inputs = [spec["path"]]
+    else:
+        raise SystemExit(f"unknown code benchmark source {source!r}; use humaneval or livecodebench")
+    io.write_jsonl(args.out, records)
+    io.write_json(Path(args.out).with_suffix(".provenance.json"),
+                  provenance.record(step="fmv-data", config=spec, seed=int(spec.get("seed", 0)), inputs=inputs,
+                                    n_questions=len(records)))
+    log.info("wrote %d %s questions to %s", len(records), source, args.out)
+    _register(args, [args.out], inputs, spec)
+    return 0
+
+
+def cmd_split(args) -> int:
+    from concord import io
+    from concord.papers.fmv.experiments import split_questions
+
+    train, holdout = split_questions(_read_questions(args.data), args.seed)
+    io.write_jsonl(args.train_out, train)
+    io.write_jsonl(args.holdout_out, holdout)
+    log.info("split %s: %d train, %d hold-out (seed %d)", args.data, len(train), len(holdout), args.seed)
+    _register(args, [args.train_out, args.holdout_out], [args.data], {"seed": args.seed})
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from concord import io, provenance
+    from concord.papers.fmv.experiments import generate_candidates
+    from concord.engines import SamplingParams, load_engine
+
+    records = _read_questions(args.data)
+    sampling, engine_spec = args.sampling, dict(args.engine)
+    params = SamplingParams(n=int(sampling["n"]), temperature=float(sampling.get("temperature", 1.0)),
+                            top_p=float(sampling.get("top_p", 1.0)),
+                            max_new_tokens=int(sampling.get("max_new_tokens", 512)), seed=args.seed)
+    backend = engine_spec.pop("backend", "hf")
+    engine = load_engine(backend, args.model_dir, threads=args.threads, seed=args.seed, **engine_spec)
+    frame = generate_candidates(records, engine, params)
+    prov = provenance.record(step="fmv-generate", config={"sampling": sampling, "engine": args.engine},
+                             seed=args.seed, inputs=[args.data], model_dir=str(args.model_dir))
+    io.write_parquet(args.out, frame, metadata=prov)
+    log.info("wrote %d candidates (%d questions x %d) to %s", len(frame), len(records), params.n, args.out)
+    _register(args, [args.out], [args.data, args.model_dir], {"sampling": sampling, "engine": args.engine})
+    return 0
+
+
+def cmd_execute(args) -> int:
+    from concord import io, provenance
+    from concord.papers.fmv.experiments import execute_candidates
+
+    records = _read_questions(args.data)
+    candidates = _read_parquet(args.candidates)
+    frame = execute_candidates(records, candidates, _exec_settings(args.exec, args.workers))
+    prov = provenance.record(step="fmv-execute", config=args.exec, inputs=[args.data, args.candidates])
+    io.write_parquet(args.out, frame, metadata=prov)
+    log.info("executed %d candidates; %.1f%% pass", len(frame), 100 * frame["passed"].mean())
+    _register(args, [args.out], [args.data, args.candidates], args.exec)
+    return 0
+
+
+def cmd_gencluster(args) -> int:
+    from concord import io, provenance
+    from concord.papers.fmv.baselines import engine_judge, gencluster_tournaments
+    from concord.papers.fmv.experiments import load_exec
+    from concord.engines import load_engine
+
+    records = _read_questions(args.data)
+    questions = load_exec(records, _read_parquet(args.exec_table))
+    engine_spec = dict(args.engine)
+    backend = engine_spec.pop("backend", "hf")
+    engine = load_engine(backend, args.model_dir, threads=args.threads, seed=args.seed, **engine_spec)
+    spec = args.gencluster
+    judge = engine_judge(engine, max_new_tokens=int(spec.get("max_new_tokens", 16)), seed=args.seed)
+    tournaments = gencluster_tournaments(
+        records, [q.programs for q in questions], [q.vectors for q in questions], judge,
+        max_clusters=int(spec.get("max_clusters", 8)), both_orders=bool(spec.get("both_orders", True)),
+    )
+    picks = {r["id"]: t.selected for r, t in zip(records, tournaments)}
+    doc = {
+        "picks": picks,
+        "tournaments": {r["id"]: {"clusters": t.clusters, "wins": t.wins, "judge_calls": t.n_judge_calls}
+                        for r, t in zip(records, tournaments)},
+        "judge_calls": sum(t.n_judge_calls for t in tournaments),
+        "provenance": provenance.record(step="fmv-gencluster", config=spec, seed=args.seed,
+                                        inputs=[args.data, args.exec_table], model_dir=str(args.model_dir)),
+    }
+    io.write_json(args.out, doc)
+    log.info("GenCluster: %d judge calls over %d questions", doc["judge_calls"], len(records))
+    _register(args, [args.out], [args.data, args.exec_table, args.model_dir], spec)
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    from concord import io, provenance
+    from concord.papers.fmv.experiments import analyze, embed_candidates, grouped_texts
+
+    records = _read_questions(args.data)
+    exec_table = _read_parquet(args.exec_table)
+    spec = args.analysis
+    embeddings = None
+    inputs = [args.data, args.exec_table]
+    if spec.get("semantic", True):
+        if not args.candidates:
+            raise SystemExit("semantic voting needs --candidates (the completions' text)")
+        embeddings = embed_candidates(grouped_texts(records, _read_parquet(args.candidates)))
+        inputs.append(args.candidates)
+    picks = None
+    if args.gencluster:
+        picks = io.read_json(args.gencluster)["picks"]
+        inputs.append(args.gencluster)
+    result = analyze(records, exec_table, embeddings=embeddings, gencluster_picks=picks,
+                     n_values=spec.get("n_values"), n_subsamples=int(spec.get("n_subsamples", 20)),
+                     seed=args.seed, n_resamples=int(spec.get("n_resamples", 2000)))
+    result["provenance"] = provenance.record(step="fmv-analyze", config=spec, seed=args.seed, inputs=inputs)
+    io.write_json(args.out, result)
+    log.info("analysis at N=%d: %s", result["n"],
+             ", ".join(f"{m}={v['accuracy']:.3f}" for m, v in result["methods"].items()))
+    _register(args, [args.out], inputs, spec)
+    return 0
+
+
+def cmd_figure2(args) -> int:
+    from concord import io, provenance
+    from concord.papers.fmv import report
+
+    paths = _pairs(args.analysis, "--analysis")
+    analyses = {label: io.read_json(p) for label, p in paths.items()}
+    right = args.right or next(iter(analyses))
+    if right not in analyses:
+        raise SystemExit(f"--right {right!r} is not one of the --analysis labels {sorted(analyses)}")
+    out = Path(args.out_dir)
+    left_frame = report.figure2_left_frame(analyses)
+    right_frame = report.figure2_right_frame(analyses[right], right)
+    outputs = []
+    outputs += io.save_figure(report.figure2_left(left_frame), out / "figure2_left")
+    outputs += io.save_figure(report.figure2_right(right_frame), out / "figure2_right")
+    n = analyses[right]["n"]
+    outputs += report.write_table(left_frame, report.figure_display(left_frame), out / "figure2_left",
+                                  f"Figure 2 (left): accuracy per method at N = {n}, ± bootstrap SE over questions.")
+    outputs += report.write_table(right_frame, report.figure_display(right_frame), out / "figure2_right",
+                                  f"Figure 2 (right): accuracy versus N for {right}, ± bootstrap SE over questions.")
+    io.write_json(out / "figure2.provenance.json",
+                  provenance.record(step="fmv-figure2", config={"right": right}, inputs=list(paths.values())))
+    _register(args, outputs, list(paths.values()), {"right": right})
+    return 0
+
+
+def cmd_table1(args) -> int:
+    from concord.papers.fmv import report
+    from concord.papers.fmv.experiments import question_metrics
+
+    splits = {"train": _read_questions(args.train_data), "holdout": _read_questions(args.holdout_data)}
+    entries = _pairs(args.exec, "--exec")
+    metrics: dict[str, dict] = {}
+    for key, path in entries.items():
+        arm, _, split = key.partition(":")
+        if split not in splits:
+            raise SystemExit(f"--exec key must be ARM:train or ARM:holdout, got {key!r}")
+        metrics.setdefault(arm, {})[split] = question_metrics(splits[split], _read_parquet(path))
+    incomplete = [a for a, s in metrics.items() if set(s) != {"train", "holdout"}]
+    if incomplete:
+        raise SystemExit(f"arms {incomplete} lack a train or hold-out execution table")
+    frame = report.table1(metrics, args.labels, args.n, args.n_resamples, args.seed)
+    outputs = report.write_table(frame, report.table1_display(frame), args.out_stem,
+                                 f"Table 1: TTRL on a random half; mean@{args.n} on the train and hold-out halves "
+                                 "(%), ± bootstrap standard error of the mean.")
+    _register(args, outputs, list(entries.values()) + [args.train_data, args.holdout_data], {"n": args.n})
+    return 0
+
+
+def cmd_table2(args) -> int:
+    from concord.papers.fmv import report
+    from concord.papers.fmv.experiments import question_metrics
+
+    records = _read_questions(args.data)
+    entries = _pairs(args.exec, "--exec")
+    frame = report.table2([(label, question_metrics(records, _read_parquet(p))) for label, p in entries.items()],
+                          args.n, args.n_resamples, args.seed)
+    outputs = report.write_table(frame, report.table2_display(frame), args.out_stem,
+                                 f"Table 2: TTRL with joint (FMV) and pointwise targets at two training budgets; "
+                                 f"mean@{args.n}, FMV accuracy and best@{args.n} (%), ± bootstrap standard error.")
+    _register(args, outputs, list(entries.values()) + [args.data], {"n": args.n})
+    return 0
+
+
+def cmd_train(args) -> int:
+    from concord.papers.fmv.ttrl import train_code
+    from concord.rl.run import cpu_threads
+
+    cpu_threads(args.threads)
+    records = _read_questions(args.data)
+    train_code(model_dir=args.model_dir, questions=records, out_dir=args.out, checkpoint_dir=args.checkpoint_dir,
+               arm=args.arm, seed=args.seed, training=args.training, execution=args.exec,
+               provenance_inputs=[str(args.data)])
+    _register(args, [args.out], [args.data, args.model_dir], {"training": args.training, "arm": args.arm})
+    return 0
+
+
+# ------------------------------------------------------------------ registration
+
+
+def register(subparsers) -> None:
+    def add(name, func, help_text):
+        # `fmv-*` names the FMV paper; the `code-*` names of the first release stay as aliases.
+        p = subparsers.add_parser(name, aliases=["code-" + name.removeprefix("fmv-")], help=help_text)
+        p.set_defaults(func=func)
+        p.add_argument("--rule", default=None, help="register outputs in the run manifest under this rule name")
+        return p
+
+    p = add("fmv-data", cmd_data, "build a code benchmark's question records (HumanEval or LiveCodeBench)")
+    p.add_argument("--benchmark-spec", type=json_arg, required=True,
+                   help='JSON: {"source": "humaneval"|"livecodebench", "path", "n_questions", "seed", "max_inputs", ...}')
+    p.add_argument("--exec", type=json_arg, default={}, help="JSON execution settings (timeout_s, memory_mb, sandbox)")
+    p.add_argument("--out", type=Path, required=True)
+
+    p = add("fmv-split", cmd_split, "seeded random train / hold-out halves of a code benchmark (Table 1)")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-out", type=Path, required=True)
+    p.add_argument("--holdout-out", type=Path, required=True)
+
+    p = add("fmv-generate", cmd_generate, "sample N candidate programs per question with a model")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--model-dir", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--sampling", type=json_arg, required=True, help='JSON: {"n", "temperature", "top_p", "max_new_tokens"}')
+    p.add_argument("--engine", type=json_arg, default={"backend": "hf"}, help="JSON: the config's engine section")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None)
+
+    p = add("fmv-execute", cmd_execute, "run every candidate on its question's oracle inputs and grade it")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--candidates", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--exec", type=json_arg, default={}, help="JSON: timeout_s, memory_mb, sandbox, max_output_bytes")
+    p.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: all cores)")
+
+    p = add("fmv-gencluster", cmd_gencluster, "GenCluster-style LLM-judge tournament over functional clusters")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--exec-table", type=Path, required=True)
+    p.add_argument("--model-dir", type=Path, required=True, help="the judge model")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--gencluster", type=json_arg, default={}, help="JSON: max_clusters, both_orders, max_new_tokens")
+    p.add_argument("--engine", type=json_arg, default={"backend": "hf"})
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None)
+
+    p = add("fmv-analyze", cmd_analyze, "accuracy of mean@N, best@N, FMV, semantic voting, GenCluster; versus N")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--exec-table", type=Path, required=True)
+    p.add_argument("--candidates", type=Path, default=None, help="completions (for semantic voting)")
+    p.add_argument("--gencluster", type=Path, default=None, help="code-gencluster output (optional)")
+    p.add_argument("--analysis", type=json_arg, default={}, help="JSON: n_values, n_subsamples, n_resamples, semantic")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, required=True)
+
+    p = add("fmv-train", cmd_train, "TTRL with FMV rewards (arms fmv, fmv_pointwise) on code questions")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--model-dir", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="trained model directory (+ log.jsonl)")
+    p.add_argument("--checkpoint-dir", type=Path, required=True, help="resumable checkpoints (outside declared outputs)")
+    p.add_argument("--arm", choices=["fmv", "fmv_pointwise"], required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--training", type=json_arg, default={}, help="JSON: overrides of the training config section")
+    p.add_argument("--exec", type=json_arg, default={}, help="JSON: timeout_s, memory_mb, sandbox for the reward")
+    p.add_argument("--threads", type=int, default=None)
+
+    p = add("fmv-figure2", cmd_figure2, "Figure 2: accuracy per method at N (left) and versus N (right)")
+    p.add_argument("--analysis", action="append", required=True, help="LABEL=PATH of a code-analyze output (repeat)")
+    p.add_argument("--right", default=None, help="which label the right panel shows (default: the first)")
+    p.add_argument("--out-dir", type=Path, required=True)
+
+    p = add("fmv-table1", cmd_table1, "Table 1: TTRL on a random half, mean@N on train and hold-out")
+    p.add_argument("--train-data", type=Path, required=True)
+    p.add_argument("--holdout-data", type=Path, required=True)
+    p.add_argument("--exec", action="append", required=True, help="ARM:SPLIT=PATH of an execution table (repeat)")
+    p.add_argument("--labels", type=json_arg, default={}, help="JSON: arm -> row label")
+    p.add_argument("--n", type=int, required=True, help="the evaluation budget N (column header)")
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-stem", type=Path, required=True)
+
+    p = add("fmv-table2", cmd_table2, "Table 2: joint vs pointwise FMV targets at two training budgets")
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--exec", action="append", required=True, help="LABEL=PATH of an execution table (repeat, row order)")
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-stem", type=Path, required=True)

@@ -1,0 +1,195 @@
+"""Figure 3: validation pass@1 versus training step, CoRE against Majority, and the steps saved.
+
+Input: the per-step training logs ``train/{model}/{benchmark}/{arm}/seed{seed}/log.jsonl``
+(rows with ``val_pass_at_1``, written every ``training.eval_every`` steps, step 0 = untrained).
+For each (model, benchmark) the curves are averaged over seeds at the steps every seed logged.
+
+Steps saved (paper: "CoRE reaches TTRL's plateau accuracy in 54-70% fewer steps"):
+
+* Majority's plateau = mean of its last ``plateau_window`` validation points (its final accuracy
+  for a window of 1);
+* each arm's steps-to-plateau = the first logged step whose mean validation pass@1 reaches it;
+* saved = 100 x (1 - steps_CoRE / steps_Majority). Undefined (empty) when CoRE never reaches the
+  plateau or Majority's plateau is already met at step 0 (training did not improve on the base).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+LOG_PATH = re.compile(
+    r"(?:^|/)train/(?P<model>[^/]+)/(?P<benchmark>[^/]+)/(?P<arm>[^/]+)/seed(?P<seed>[0-9]+)/log\.jsonl$"
+)
+CURVE_ARMS = ("majority", "core")
+ARM_LABELS = {"majority": "Majority (TTRL)", "core": "CoRE"}
+
+
+def parse_log_path(path: str | Path) -> dict:
+    m = LOG_PATH.search(Path(path).as_posix())
+    if not m:
+        raise ValueError(f"{path}: not a training log train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/log.jsonl")
+    info = m.groupdict()
+    info["seed"] = int(info["seed"])
+    return info
+
+
+def parse_cells(cells: Sequence[str], models: Sequence[str], benchmarks: Sequence[str]) -> list[tuple[str, str]]:
+    """Figure 3 panels from ``model/benchmark`` strings; empty means every model x benchmark."""
+    out = []
+    for cell in cells:
+        model, _, bench = cell.partition("/")
+        if model not in models or bench not in benchmarks:
+            raise ValueError(f"training.figure3_cells: {cell!r} is not a configured model/benchmark pair")
+        out.append((model, bench))
+    return out or [(m, b) for m in models for b in benchmarks]
+
+
+def load_curves(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """One row per validation point: model, benchmark, arm, seed, step, val_pass_at_1."""
+    from concord.io import read_jsonl
+
+    rows = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():  # a training output directory: its log
+            path = path / "log.jsonl"
+        info = parse_log_path(path)
+        points = [r for r in read_jsonl(path) if r.get("val_pass_at_1") is not None]
+        if not points:
+            raise ValueError(f"{path}: no validation points (is training.eval_every 0?)")
+        for r in points:
+            rows.append({**info, "step": int(r["step"]), "val_pass_at_1": float(r["val_pass_at_1"])})
+    return pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "step", "val_pass_at_1"])
+
+
+def mean_curves(points: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds per (model, benchmark, arm, step), at the steps every seed logged."""
+    out = []
+    for key, sub in points.groupby(["model", "benchmark", "arm"], sort=True):
+        n_seeds = sub["seed"].nunique()
+        counts = sub.groupby("step")["seed"].nunique()
+        common = counts[counts == n_seeds].index
+        if len(common) < len(counts):
+            log.warning("%s: %d step(s) not logged by every seed are left out", "/".join(key), len(counts) - len(common))
+        agg = (sub[sub["step"].isin(common)].groupby("step")["val_pass_at_1"]
+               .agg(["mean", "std", "count"]).reset_index())
+        for _, r in agg.iterrows():
+            out.append({"model": key[0], "benchmark": key[1], "arm": key[2], "step": int(r["step"]),
+                        "mean": float(r["mean"]), "std": float(r["std"]) if r["count"] > 1 else 0.0,
+                        "n_seeds": int(r["count"])})
+    return pd.DataFrame(out, columns=["model", "benchmark", "arm", "step", "mean", "std", "n_seeds"])
+
+
+def first_step_reaching(steps: Sequence[int], values: Sequence[float], target: float) -> int | None:
+    """First step whose value reaches ``target`` (a 1e-9 tolerance absorbs float noise)."""
+    for s, v in sorted(zip(steps, values)):
+        if v >= target - 1e-9:
+            return int(s)
+    return None
+
+
+def steps_saved(majority: pd.DataFrame, core: pd.DataFrame, plateau_window: int = 1) -> dict:
+    """Majority's plateau, both arms' steps to reach it, and CoRE's percentage of steps saved."""
+    if plateau_window < 1:
+        raise ValueError(f"plateau_window must be >= 1, got {plateau_window}")
+    maj = majority.sort_values("step")
+    cor = core.sort_values("step")
+    plateau = float(maj["mean"].tail(plateau_window).mean())
+    s_maj = first_step_reaching(maj["step"], maj["mean"], plateau)
+    s_core = first_step_reaching(cor["step"], cor["mean"], plateau)
+    saved = math.nan
+    if s_maj and s_core is not None:
+        saved = 100.0 * (1.0 - s_core / s_maj)
+    return {
+        "majority_plateau": plateau,
+        "majority_steps": s_maj,
+        "core_steps": s_core,
+        "steps_saved_pct": saved,
+        "majority_final": float(maj["mean"].iloc[-1]),
+        "core_final": float(cor["mean"].iloc[-1]),
+    }
+
+
+def steps_saved_table(curves: pd.DataFrame, plateau_window: int = 1) -> pd.DataFrame:
+    rows = []
+    for (model, bench), sub in curves.groupby(["model", "benchmark"], sort=True):
+        arms = set(sub["arm"])
+        missing = [a for a in CURVE_ARMS if a not in arms]
+        if missing:
+            raise ValueError(f"{model}/{bench}: Figure 3 needs the training logs of arm(s) {missing}")
+        res = steps_saved(sub[sub["arm"] == "majority"], sub[sub["arm"] == "core"], plateau_window)
+        n_seeds = int(sub["n_seeds"].min())
+        rows.append({"model": model, "benchmark": bench, **res, "n_seeds": n_seeds})
+    return pd.DataFrame(rows)
+
+
+def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str, str] | None = None):
+    """One panel per (model, benchmark): mean validation pass@1 (%) vs step, +-1 std band."""
+    from concord.papers.core.figures import ARM_COLORS, new_figure
+
+    labels = dict(labels or {})
+    cells = list(table[["model", "benchmark"]].itertuples(index=False, name=None))
+    ncols = min(3, len(cells))
+    nrows = math.ceil(len(cells) / ncols)
+    fig, axes = new_figure(3.4 * ncols, 2.8 * nrows, ncols=ncols, nrows=nrows, squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(cells):]:
+        ax.set_visible(False)
+    for ax, (model, bench) in zip(flat, cells):
+        sub = curves[(curves["model"] == model) & (curves["benchmark"] == bench)]
+        for arm in CURVE_ARMS:
+            c = sub[sub["arm"] == arm].sort_values("step")
+            color = ARM_COLORS.get(arm)
+            ax.plot(c["step"], 100 * c["mean"], marker="o", ms=3, color=color, label=ARM_LABELS[arm])
+            ax.fill_between(c["step"], 100 * (c["mean"] - c["std"]), 100 * (c["mean"] + c["std"]), color=color,
+                            alpha=0.15, linewidth=0)
+        row = table[(table["model"] == model) & (table["benchmark"] == bench)].iloc[0]
+        ax.axhline(100 * row["majority_plateau"], color=ARM_COLORS.get("majority"), linestyle=":", linewidth=1)
+        saved = row["steps_saved_pct"]
+        note = f"{saved:.0f}% fewer steps" if np.isfinite(saved) else "steps saved: n/a"
+        ax.set_title(f"{labels.get(model, model)} / {labels.get(bench, bench)}\n{note}")
+        ax.set_xlabel("training step")
+        ax.set_ylabel("validation pass@1 (%)")
+    flat[0].legend(loc="lower right")
+    return fig
+
+
+def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str | Path, plateau_window: int = 1,
+            labels: Mapping[str, str] | None = None) -> list[Path]:
+    """Read the logs, write Figure 3 (PNG + PDF) and the steps-saved table (CSV, Markdown, LaTeX)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from concord.io import save_figure
+    from concord.reporting import write_table
+
+    from concord.plotting import style
+
+    points = load_curves(log_paths)
+    points = points[points["arm"].isin(CURVE_ARMS)]
+    curves = mean_curves(points)
+    summary = steps_saved_table(curves, plateau_window)
+    with style():  # the shared figure style must be active while text is drawn and saved
+        fig = plot_figure3(curves, summary, labels)
+        written = save_figure(fig, figure)
+    caption = (f"Figure 3: steps for CoRE to reach Majority's plateau (mean of its last {plateau_window} "
+               f"validation point(s), mean over seeds); saved = 1 - CoRE steps / Majority steps.")
+    written += write_table(summary, table, caption=caption)
+    curves_csv = Path(table).with_name(Path(table).stem + "_curves.csv")
+    from concord.reporting import write_csv
+
+    written.append(write_csv(curves, curves_csv))
+    for _, r in summary.iterrows():
+        log.info("%s/%s: majority plateau %.3f at step %s, CoRE reaches it at step %s (saved %s%%)", r["model"],
+                 r["benchmark"], r["majority_plateau"], r["majority_steps"], r["core_steps"],
+                 "n/a" if not np.isfinite(r["steps_saved_pct"]) else f"{r['steps_saved_pct']:.0f}")
+    return written

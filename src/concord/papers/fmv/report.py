@@ -1,0 +1,178 @@
+"""Figure 2 (left: accuracy per method at N; right: accuracy versus N) and Tables 1-2 of the
+FMV paper, from the analysis JSONs and execution tables. Tables are written as CSV (numbers),
+Markdown and LaTeX; figures as PNG and PDF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from concord import io
+from concord.papers.fmv.experiments import METHOD_LABELS, bootstrap_se
+
+LEFT_METHODS = ("mean", "semantic", "gencluster", "fmv", "best")
+RIGHT_METHODS = ("mean", "semantic", "fmv", "best")
+COLORS = {"mean": "#7f7f7f", "semantic": "#1f77b4", "gencluster": "#9467bd", "fmv": "#d62728", "best": "#2ca02c"}
+
+
+def _pct(x: float) -> float:
+    return 100.0 * x
+
+
+def _pm(value: float, se: float) -> str:
+    if se != se:  # NaN: a single question has no bootstrap error
+        return f"{_pct(value):.1f}"
+    return f"{_pct(value):.1f} ± {_pct(se):.1f}"
+
+
+# ------------------------------------------------------------------ Figure 2
+
+
+def figure2_left_frame(analyses: Mapping[str, dict]) -> pd.DataFrame:
+    rows = []
+    for label, a in analyses.items():
+        for m in LEFT_METHODS:
+            if m in a["methods"]:
+                rows.append({"model": label, "method": m, "n": a["n"], "accuracy": a["methods"][m]["accuracy"],
+                             "se": a["methods"][m]["se"], "n_questions": a["n_questions"]})
+    return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se", "n_questions"])
+
+
+def figure2_left(frame: pd.DataFrame):
+    from concord.plotting import new_figure
+
+    models = list(dict.fromkeys(frame["model"]))
+    methods = [m for m in LEFT_METHODS if m in set(frame["method"])]
+    fig, ax = new_figure(width=max(3.5, 1.4 * len(models) + 1.5), height=3.0)
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        sub = frame[frame["method"] == m].set_index("model").reindex(models)
+        x = np.arange(len(models)) + (j - (len(methods) - 1) / 2) * width
+        ax.bar(x, 100 * sub["accuracy"], width, yerr=100 * sub["se"].fillna(0), capsize=2,
+               color=COLORS[m], label=METHOD_LABELS[m])
+    ax.set_xticks(np.arange(len(models)), models)
+    n = int(frame["n"].iloc[0]) if len(frame) else 0
+    ax.set_ylabel(f"accuracy at N = {n} (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize="small", frameon=False, ncols=2)
+    return fig
+
+
+def figure2_right_frame(analysis: dict, label: str) -> pd.DataFrame:
+    rows = [{"model": label, **r} for r in analysis["scaling"]]
+    return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se"])
+
+
+def figure2_right(frame: pd.DataFrame):
+    from concord.plotting import new_figure
+
+    fig, ax = new_figure(width=3.6, height=3.0)
+    for m in RIGHT_METHODS:
+        sub = frame[frame["method"] == m].sort_values("n")
+        if sub.empty:
+            continue
+        acc, se = 100 * sub["accuracy"].to_numpy(), 100 * sub["se"].fillna(0).to_numpy()
+        ax.plot(sub["n"], acc, marker="o", ms=3, color=COLORS[m], label=METHOD_LABELS[m])
+        ax.fill_between(sub["n"], acc - se, acc + se, color=COLORS[m], alpha=0.2, linewidth=0)
+    ax.set_xscale("log", base=2)
+    ns = sorted(set(int(n) for n in frame["n"]))
+    ax.set_xticks(ns, [str(n) for n in ns])  # plain budgets, not powers of two in exponent form
+    ax.minorticks_off()
+    top = float(100 * (frame["accuracy"] + frame["se"].fillna(0)).max()) if len(frame) else 100.0
+    ax.set_ylim(0, min(100.0, max(10.0, top * 1.15)))
+    ax.set_xlabel("roll-out budget N")
+    ax.set_ylabel("accuracy (%)")
+    ax.legend(fontsize="small", frameon=False)
+    if not frame.empty:
+        ax.set_title(str(frame["model"].iloc[0]), fontsize="medium")
+    return fig
+
+
+# ------------------------------------------------------------------ Tables 1 and 2
+
+
+def table1(metrics: Mapping[str, Mapping[str, pd.DataFrame]], labels: Mapping[str, str], n: int,
+           n_resamples: int, seed: int) -> pd.DataFrame:
+    """Rows: arms (base first); columns: mean@N on the train and hold-out halves, ± bootstrap SE."""
+    rows = []
+    for arm, splits in metrics.items():
+        row = {"method": labels.get(arm, arm)}
+        for split in ("train", "holdout"):
+            v = splits[split]["mean"].to_numpy()
+            row[f"{split}_mean"] = float(v.mean())
+            row[f"{split}_se"] = bootstrap_se(v, n_resamples, seed)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame.attrs["n"] = n
+    return frame
+
+
+def table1_display(frame: pd.DataFrame) -> pd.DataFrame:
+    n = frame.attrs.get("n", "N")
+    return pd.DataFrame({
+        "Method": frame["method"],
+        f"Train (mean@{n})": [_pm(m, s) for m, s in zip(frame["train_mean"], frame["train_se"])],
+        f"Hold-Out (mean@{n})": [_pm(m, s) for m, s in zip(frame["holdout_mean"], frame["holdout_se"])],
+    })
+
+
+def table2(entries: Sequence[tuple[str, pd.DataFrame]], n: int, n_resamples: int, seed: int) -> pd.DataFrame:
+    """Rows: (label, per-question metrics); columns mean@N, FMV and best@N, ± bootstrap SE."""
+    rows = []
+    for label, frame in entries:
+        row = {"method": label}
+        for m in ("mean", "fmv", "best"):
+            v = frame[m].to_numpy()
+            row[m] = float(v.mean())
+            row[f"{m}_se"] = bootstrap_se(v, n_resamples, seed)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out.attrs["n"] = n
+    return out
+
+
+def table2_display(frame: pd.DataFrame) -> pd.DataFrame:
+    n = frame.attrs.get("n", "N")
+    return pd.DataFrame({
+        "Training Method": frame["method"],
+        f"mean@{n} (%)": [_pm(v, s) for v, s in zip(frame["mean"], frame["mean_se"])],
+        "FMV (%)": [_pm(v, s) for v, s in zip(frame["fmv"], frame["fmv_se"])],
+        f"best@{n} (%)": [_pm(v, s) for v, s in zip(frame["best"], frame["best_se"])],
+    })
+
+
+def figure_display(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "Model": frame["model"],
+        "Method": [METHOD_LABELS.get(m, m) for m in frame["method"]],
+        "N": frame["n"],
+        "Accuracy (%)": [_pm(a, s) for a, s in zip(frame["accuracy"], frame["se"])],
+    })
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+          "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$"}
+
+
+def _tex(text) -> str:
+    return "".join(_LATEX.get(ch, ch) for ch in str(text))
+
+
+def write_table(numbers: pd.DataFrame, display: pd.DataFrame, stem: str | Path, caption: str) -> list[Path]:
+    """``stem.csv`` (full-precision numbers), ``stem.md`` and ``stem.tex`` (the display table)."""
+    stem = Path(stem)
+    csv_path, md_path, tex_path = (stem.with_suffix(s) for s in (".csv", ".md", ".tex"))
+    io.write_text(csv_path, numbers.to_csv(index=False, float_format="%.6f", lineterminator="\n"))
+    io.write_text(md_path, f"{caption}\n\n" + display.to_markdown(index=False, disable_numparse=True) + "\n")
+    header = " & ".join(_tex(c) for c in display.columns) + r" \\"
+    body = "\n".join(" & ".join(_tex(v) for v in row) + r" \\" for row in display.itertuples(index=False))
+    latex = (
+        "\\begin{table}[t]\n\\centering\n\\small\n"
+        f"\\begin{{tabular}}{{l{'r' * (display.shape[1] - 1)}}}\n\\toprule\n{header}\n\\midrule\n{body}\n"
+        f"\\bottomrule\n\\end{{tabular}}\n\\caption{{{_tex(caption)}}}\n\\end{{table}}\n"
+    )
+    io.write_text(tex_path, latex)
+    return [csv_path, md_path, tex_path]

@@ -1,0 +1,87 @@
+"""Run candidate programs on tests through :func:`concord.execution.run_programs`.
+
+A test is a dict in one of three forms:
+
+* ``{"type": "stdin", "input": str, "output": str}`` -- LiveCodeBench standard-input problems;
+* ``{"type": "functional", "input": str, "output": str, "fn_name": str}`` -- LiveCodeBench
+  call-based problems (one JSON value per line, one line per argument);
+* ``{"type": "assert", "code": "assert candidate(...) == ...", "entry_point": str}`` -- HumanEval
+  checks: the assert runs with ``candidate`` bound to the entry point; it passes when it raises
+  nothing.
+
+Assert tests are executed as call-mode tests of a small dispatcher appended to the program, so
+every test of a kind goes to the sandbox in one batch per program.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any, Sequence
+
+from concord.papers.scmoa.tasks import Runner, TestResult
+
+_DISPATCH = "__concord_check__"
+
+
+def _assert_program(program: str, tests: Sequence[dict]) -> str:
+    parts = [program.rstrip("\n"), ""]
+    for i, t in enumerate(tests):
+        body = textwrap.indent(t["code"].strip("\n"), "    ")
+        parts.append(f"def __concord_test_{i}__():\n    candidate = {t['entry_point']}\n{body}\n")
+    parts.append(f"def {_DISPATCH}(i):\n    globals()['__concord_test_%d__' % i]()\n    return True\n")
+    return "\n".join(parts)
+
+
+def _kind(test: Any) -> str:
+    if not isinstance(test, dict) or test.get("type") not in {"stdin", "functional", "call", "assert"}:
+        raise ValueError(f"a code test must be a dict with type stdin, functional or assert; got {test!r:.120}")
+    return "functional" if test["type"] == "call" else test["type"]
+
+
+def make_runner(*, timeout_s: float = 6.0, memory_mb: int = 1024, sandbox: str | None = None,
+                workers: int | None = None) -> Runner:
+    """A runner for :class:`concord.papers.scmoa.tasks.CodeTask` using the project's sandbox."""
+
+    def run(programs: Sequence[str], tests: Sequence[dict]) -> list[list[TestResult]]:
+        from concord.execution import outputs_match, run_programs
+
+        programs = list(programs)
+        results: list[list[TestResult | None]] = [[None] * len(tests) for _ in programs]
+        kinds = [_kind(t) for t in tests]
+        common = {"timeout_s": timeout_s, "memory_mb": memory_mb, "sandbox": sandbox, "workers": workers}
+        for kind in ("stdin", "functional", "assert"):
+            idx = [i for i, k in enumerate(kinds) if k == kind]
+            if not idx:
+                continue
+            group = [tests[i] for i in idx]
+            if kind == "assert":
+                progs = [_assert_program(p, group) for p in programs]
+                out = run_programs(progs, [str(j) for j in range(len(group))], mode="call", fn_name=_DISPATCH, **common)
+                verdicts = [[TestResult(o.ok and o.output == "True", o.error or "") for o in row] for row in out]
+            else:
+                fn_names = {t.get("fn_name") for t in group}
+                if kind == "functional" and len(fn_names) != 1:
+                    raise ValueError(f"functional tests of one problem must share one fn_name, got {fn_names}")
+                mode = "stdin" if kind == "stdin" else "call"
+                out = run_programs(programs, [t["input"] for t in group], mode=mode,
+                                   fn_name=fn_names.pop() if kind == "functional" else None, **common)
+                verdicts = []
+                for row in out:
+                    verdicts.append([
+                        TestResult(True) if outputs_match(t["output"], o.output, mode) else
+                        TestResult(False, o.error or f"expected {t['output'].strip()[:80]!r}, got {str(o.output)[:80]!r}")
+                        for t, o in zip(group, row)
+                    ])
+            for p, row in enumerate(verdicts):
+                for i, v in zip(idx, row):
+                    results[p][i] = v
+        return [[r for r in row] for row in results]  # type: ignore[misc]
+
+    return run
+
+
+def pass_all(runner: Runner, program: str | None, tests: Sequence[dict]) -> bool:
+    """Whether ``program`` passes every test (hidden-test grading of a final answer)."""
+    if program is None or not tests:
+        return False
+    return all(r.passed for r in runner([program], tests)[0])

@@ -1,0 +1,310 @@
+"""Run SC-MoA and the baselines over a benchmark and grade them: one record per question.
+
+Ground truth never enters a prompt: answers are graded after every method has finished. QA
+answers are graded with :func:`concord.answers.grade` (option letters compare after
+normalisation); a program is correct when it passes every test, public and hidden.
+
+Besides the Table 1 methods, a record can carry
+
+* ``section3``: the Section 3 controlled experiment -- LLM synthesis over the *pre-refinement*
+  proposals (no Phase 2) against the majority vote over the same proposals (Tables 29-30). The
+  proposals are the SC-MoA run's own (same prompts, same variant tags: served by the call cache),
+  so the only new call is the aggregation;
+* ``views``: the aggregation call re-run under each requested view of the post-refinement
+  proposals (trace ablation, Table 36; information ladder, Table 37; :mod:`concord.papers.scmoa.views`);
+* ``usage``: calls and tokens per method (Table 28), from :class:`concord.chat.CallLog`.
+
+A model call that fails for good (:class:`concord.chat.ChatError`) makes the question's record an
+``error`` record naming it; the calls that succeeded stay cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Callable, Sequence
+
+from concord.chat import CallLog, Chat, ChatError
+from concord.papers.scmoa import baselines, prompts, views as views_mod
+from concord.papers.scmoa.perturb import Perturbation
+from concord.papers.scmoa.pipeline import Clusters, make_task, proposals_from_rows, run_scmoa
+from concord.papers.scmoa.tasks import normalise_answer
+
+log = logging.getLogger(__name__)
+
+#: Methods a run can add beside SC-MoA (Table 1 and its appendix variants).
+BASELINES = ("cot", "sc", "sc_temp", "moa", "moa_para", "persona_moa", "self_moa", "textgrad", "goa",
+             "pairwise_judge")
+
+
+def grade_qa(pred: str | None, gold: Any) -> bool:
+    if pred is None or gold is None:
+        return False
+    if normalise_answer(pred) == normalise_answer(str(gold)):
+        return True
+    from concord.answers import grade
+
+    return bool(grade(pred, str(gold)))
+
+
+def _grader(question: dict, code_options: dict) -> Callable[[Sequence[str | None]], tuple[list[bool], list[bool] | None]]:
+    """Grade many payloads of one question at once (code: one sandbox batch): correctness, and
+    for code also whether each passes every *public* test (Table 15)."""
+    if question.get("task", "qa") == "qa":
+        return lambda payloads: ([grade_qa(p, question["answer"]) for p in payloads], None)
+    from concord.papers.scmoa.code_runner import make_runner
+
+    runner = code_options.get("runner") or make_runner(**{k: v for k, v in code_options.items()
+                                                          if k not in ("test_names", "qa_clustering")})
+    public = list(question["tests_public"])
+    tests = public + list(question.get("tests_hidden") or [])
+
+    def grade(payloads):
+        todo = list(dict.fromkeys(p for p in payloads if p is not None))
+        rows = dict(zip(todo, runner(todo, tests))) if todo else {}
+        full = {p: all(r.passed for r in row) for p, row in rows.items()}
+        pub = {p: all(r.passed for r in row[: len(public)]) for p, row in rows.items()}
+        return [full.get(p, False) for p in payloads], [pub.get(p, False) for p in payloads]
+
+    return grade
+
+
+def run_views(record: dict, question: str, task: Any, chat: Chat, view_names: Sequence[str], *,
+              sampling: dict[str, Any] | None = None, seed: str = "0") -> dict[str, dict]:
+    """Re-run the aggregation call of an SC-MoA ``record`` under each view; the extracted answer,
+    calls and tokens of each (``full`` reuses the record's own aggregate)."""
+    perts = [Perturbation(**p) for p in record["perturbation"]["perturbations"]]
+    post_props = proposals_from_rows(record["proposals_post"], record["proposals_pre"])
+    quality = [r["quality"] for r in record["proposals_post"]]
+    pre, post = Clusters.from_dict(record["clusters_pre"]), Clusters.from_dict(record["clusters_post"])
+    out: dict[str, dict] = {}
+    for view in views_mod.check_views(view_names):
+        if view == "full":
+            agg = record["aggregate"]
+            out[view] = {"answer": agg["payload"], "calls": 0, "usage": {"calls": 0}}
+            continue
+        messages = views_mod.view_messages(view, task, question, perts, post_props, quality, pre, post,
+                                           record["n"], record["k"], seed=seed, refined=record.get("refined", True))
+        calls = CallLog(chat)
+        reply = calls.complete(messages, **(sampling or {}))
+        out[view] = {"answer": task.extract(reply.text), "calls": 1, "usage": calls.usage()}
+    return out
+
+
+def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequence[int] = (),
+                 n_sweep: Sequence[int] = (), methods: Sequence[str] = ("cot", "sc", "moa_para", "self_moa"),
+                 sc_k: int = 10, sc_temperatures: Sequence[float] = (0.7,), moa_n: int = 4, self_moa_k: int = 6,
+                 persona_moa_n: int = 5, textgrad_iterations: int = 3, moa_pool: Sequence[Chat] | None = None,
+                 goa_agents: Sequence[tuple[str, Chat, str]] | None = None, goa_k: int | None = None,
+                 goa_temperature: float = 0.7, gate_thresholds: Sequence[float] = (), perturbation: str = "paraphrase",
+                 paraphrase_chat: Chat | None = None, aggregate_chat: Chat | None = None,
+                 max_paraphrase_attempts: int = 3, sampling: dict[str, Any] | None = None,
+                 code_options: dict[str, Any] | None = None, section3: bool = False,
+                 views: Sequence[str] = (), trace_chars: int | None = None,
+                 diversity_sources: Sequence[tuple[str, float]] = ()) -> dict:
+    """SC-MoA and the requested methods on one question, every answer graded.
+
+    Besides ``methods`` (their answer, correctness, calls, token usage) the record carries the
+    SC-MoA record, the graded pre-refinement proposals (``agents_correct``), SC samples
+    (``sc_correct``), every sample and refined proposal (``oracle``: whether any is right, Table
+    23), the aggregate alone and best-of-N (Table 22), the sweeps over k and N, the Section 3
+    experiment, the aggregator views and the diversity-source runs (Table 27) when asked.
+    """
+    unknown = set(methods) - set(BASELINES)
+    if unknown:
+        raise ValueError(f"unknown method(s) {sorted(unknown)}; expected some of {BASELINES}")
+    views = views_mod.check_views(views)
+    code_options = dict(code_options or {})
+    kind = question.get("task", "qa")
+    tests = question.get("tests_public") if kind == "code" else None
+    common = {"perturbation": perturbation, "paraphrase_chat": paraphrase_chat, "aggregate_chat": aggregate_chat,
+              "max_paraphrase_attempts": max_paraphrase_attempts, "sampling": sampling, "trace_chars": trace_chars}
+    task = make_task(kind, tests, **code_options)
+    sampling = sampling or {}
+    prompt = question["prompt"]
+    result = run_scmoa(prompt, chat, n=n, k=k, task=task, **common)
+    rec = result.record
+    out: dict[str, Any] = {"id": question["id"], "task": kind, "gold": question.get("answer"),
+                           "subject": question.get("subject"), "record": rec, "methods": {}}
+    calls = rec["calls"]
+    # (answer, calls, usage) of every method; the votes cost the calls that precede them.
+    answers: dict[str, tuple[str | None, int, dict | None]] = {
+        "scmoa": (result.answer, calls["total"], _total_usage(rec["usage"])),
+        "vote_pre": (rec["vote_pre"], calls["perturb"] + calls["propose"],
+                     _total_usage({p: rec["usage"][p] for p in ("perturb", "propose")})),
+        "vote_post": (rec["vote_post"], calls["total"] - calls["aggregate"],
+                      _total_usage({p: rec["usage"][p] for p in ("perturb", "propose", "refine")})),
+    }
+    extra: dict[str, Any] = {}
+    sc_samples: list[str | None] = []
+    for method in methods:
+        logged = CallLog(chat)
+        if method == "cot":
+            r = baselines.zero_shot_cot(prompt, logged, task, sampling=sampling)
+        elif method == "sc":
+            r = baselines.self_consistency(prompt, logged, task, k=sc_k, sampling=sampling)
+            sc_samples = [s["payload"] for s in r["samples"]]
+        elif method == "sc_temp":
+            for temp in sc_temperatures:
+                logged = CallLog(chat)
+                r = baselines.self_consistency_temperature(prompt, logged, task, k=sc_k, temperature=temp,
+                                                           sampling=sampling)
+                answers[f"sc_t{temp:g}"] = (r["answer"], r["calls"], logged.usage())
+            continue
+        elif method == "moa":
+            pool = [CallLog(c) for c in (moa_pool or [chat] * moa_n)]
+            agg = CallLog(chat)
+            r = baselines.moa_pool(prompt, pool, agg, task, sampling=sampling)
+            answers[method] = (r["answer"], r["calls"], _total_usage({i: c.usage() for i, c in enumerate(pool + [agg])}))
+            continue
+        elif method == "moa_para":
+            r = baselines.moa(prompt, logged, task, n=moa_n, paraphrase_chat=paraphrase_chat,
+                              max_paraphrase_attempts=max_paraphrase_attempts, sampling=sampling)
+        elif method == "persona_moa":
+            personas = list(task.personas.values())[:persona_moa_n]
+            r = baselines.moa_pool(prompt, [logged] * len(personas), logged, task, sampling=sampling,
+                                   personas=personas, prefix="pmoa")
+        elif method == "self_moa":
+            r = baselines.self_moa(prompt, logged, task, k=self_moa_k, sampling=sampling)
+        elif method == "textgrad":
+            r = baselines.textgrad(prompt, logged, task, iterations=textgrad_iterations, sampling=sampling)
+        elif method == "goa":
+            members = goa_agents or [(f"agent{i + 1}", chat, "the proposer model") for i in range(3)]
+            logs = [CallLog(c) for _, c, _ in members]
+            meta = CallLog(chat)
+            r = baselines.goa(prompt, [(nm, lg, card) for (nm, _, card), lg in zip(members, logs)], meta, task,
+                              k=goa_k, sampling={**sampling, "temperature": goa_temperature})
+            usage = _total_usage({i: c.usage() for i, c in enumerate(logs + [meta])})
+            answers["goa"] = (r["answer"], r["calls"], usage)
+            answers["goa_max"] = (r["max_answer"], r["calls"], usage)  # the same run, max pooling
+            continue
+        else:  # pairwise_judge: selection over the Phase 1 proposals (Table 40)
+            traces = [prompts.trace(p["text"], p.get("reasoning")) for p in rec["proposals_pre"]]
+            r = baselines.pairwise_judge(prompt, traces, logged, task, sampling=sampling)
+            r["answer"] = rec["proposals_pre"][r["selected"]]["payload"]
+            extra["pairwise_judge"] = {"borda": r["borda"], "selected": r["selected"]}
+        answers[method] = (r["answer"], r["calls"], logged.usage())
+
+    sweep: dict[str, Any] = {}
+    for kk in k_sweep:
+        if kk == k:
+            sweep[str(kk)] = {"answer": result.answer, "calls": calls["total"]}
+            continue
+        r = run_scmoa(prompt, chat, n=n, k=kk, task=task, **common)
+        sweep[str(kk)] = {"answer": r.answer, "calls": r.record["calls"]["total"]}
+
+    nsweep: dict[str, Any] = {}
+    for nn in n_sweep:  # Figure 6c: SC-MoA at N perturbations vs SC with N samples
+        r = run_scmoa(prompt, chat, n=nn, k=k, task=task, **common) if nn != n else result
+        sc_r = baselines.self_consistency(prompt, chat, task, k=nn, sampling=sampling)
+        nsweep[str(nn)] = {"scmoa": r.answer, "sc": sc_r["answer"], "scmoa_calls": r.record["calls"]["total"],
+                           "sc_calls": nn}
+
+    s3: dict[str, Any] = {}
+    if section3:
+        pre_synth = run_scmoa(prompt, chat, n=n, k=k, task=task, refine=False, **common)
+        if pre_synth.record["vote_pre"] != rec["vote_pre"]:  # same cached proposals, same vote
+            raise RuntimeError(f"{question['id']}: the pre-refinement vote changed between runs; is the cache shared?")
+        s3 = {"vote": rec["vote_pre"], "synth": pre_synth.answer, "override": pre_synth.record["override"],
+              "aggregate_usage": pre_synth.record["usage"]["aggregate"],
+              "consensus": rec["clusters_pre"]["consensus"]}
+
+    diversity: dict[str, Any] = {}
+    for pert, temp in diversity_sources:  # Table 27: the same pipeline, another source of diversity
+        r = run_scmoa(prompt, chat, n=n, k=k, task=task, **{**common, "perturbation": pert,
+                                                              "sampling": {**sampling, "temperature": float(temp)}})
+        diversity[f"{pert}@T={float(temp):g}"] = {"answer": r.answer, "calls": r.record["calls"]["total"],
+                                                  "agents": [p["payload"] for p in r.record["proposals_pre"]]}
+
+    view_out = run_views(rec, prompt, task, aggregate_chat or chat, views, sampling=sampling,
+                         seed=str(question["id"])) if views else {}
+
+    # Grade everything in one batch per question (one sandbox round for code).
+    names = list(answers)
+    agents = [p["payload"] for p in rec["proposals_pre"]]
+    samples = [s["payload"] for p in rec["proposals_pre"] for s in p["samples"]]
+    refined = [p["payload"] for p in rec.get("proposals_post", [])]
+    agg = (rec.get("aggregate") or {}).get("payload")
+    best = rec["proposals_post"][rec["best_proposal"]]["payload"] if "best_proposal" in rec else None
+    groups = {
+        "methods": [answers[m][0] for m in names], "agents": agents, "sc": sc_samples,
+        "sweep": [v["answer"] for v in sweep.values()],
+        "nsweep": [x for v in nsweep.values() for x in (v["scmoa"], v["sc"])],
+        "s3": [s3["vote"], s3["synth"]] if s3 else [], "views": [v["answer"] for v in view_out.values()],
+        "decomp": [agg, best], "oracle": samples + refined,
+        "diversity": [x for v in diversity.values() for x in [v["answer"]] + v["agents"]],
+    }
+    flat = [x for g in groups.values() for x in g]
+    correct, public = _grader(question, code_options)(flat)
+    it_c, it_p = iter(correct), iter(public if public is not None else [None] * len(flat))
+    graded = {g: [(next(it_c), next(it_p)) for _ in vals] for g, vals in groups.items()}
+    for m, (c, pub) in zip(names, graded["methods"]):
+        out["methods"][m] = {"answer": answers[m][0], "correct": c, "calls": answers[m][1], "usage": answers[m][2]}
+        if pub is not None:
+            out["methods"][m]["public_pass"] = pub
+    out["agents_correct"] = [c for c, _ in graded["agents"]]
+    out["sc_correct"] = [c for c, _ in graded["sc"]]
+    for v, (c, _) in zip(sweep.values(), graded["sweep"]):
+        v["correct"] = c
+    out["k_sweep"] = sweep
+    pairs = iter(graded["nsweep"])
+    for v in nsweep.values():
+        v["scmoa_correct"], v["sc_correct"] = next(pairs)[0], next(pairs)[0]
+    if nsweep:
+        out["n_sweep"] = nsweep
+    if s3:
+        (s3["vote_correct"], _), (s3["synth_correct"], _) = graded["s3"]
+        out["section3"] = s3
+    for v, (c, _) in zip(view_out.values(), graded["views"]):
+        v["correct"] = c
+    if view_out:
+        out["views"] = view_out
+    (agg_c, agg_p), (best_c, _) = graded["decomp"]
+    out["decomposition"] = {"aggregate_correct": agg_c, "best_of_n_correct": best_c, "override": rec.get("override", False)}
+    if agg_p is not None:
+        out["decomposition"]["aggregate_public_pass"] = agg_p
+    out["oracle_correct"] = any(c for c, _ in graded["oracle"])
+    items = iter(graded["diversity"])
+    for v in diversity.values():
+        v["correct"] = next(items)[0]
+        v["agents_correct"] = [next(items)[0] for _ in v["agents"]]
+    if diversity:
+        out["diversity"] = diversity
+    out.update(extra)
+    for theta in gate_thresholds:
+        # Simulated on this ungated run (Appendix H): an exit returns the pre-refinement vote and
+        # stops after the proposals, so it also costs only the proposal calls.
+        src = "vote_pre" if rec["clusters_pre"]["consensus"] >= theta else "scmoa"
+        label = "gated_inf" if math.isinf(theta) else f"gated_{theta:g}"
+        out["methods"][label] = {**out["methods"][src], "answer": baselines.gated_answer(rec, theta)}
+    return out
+
+
+def _total_usage(by_phase: dict[str, dict]) -> dict:
+    """Sum per-phase usage dicts (a count that any phase lacks is unknown: None)."""
+    total: dict[str, Any] = {}
+    for usage in by_phase.values():
+        for key, value in usage.items():
+            if key not in total:
+                total[key] = value
+            elif total[key] is None or value is None:
+                total[key] = None
+            else:
+                total[key] += value
+    return total
+
+
+def run_benchmark(questions: Sequence[dict], chat: Chat, **options: Any) -> list[dict]:
+    """:func:`run_question` over every question, in order; a question whose model calls fail for
+    good becomes ``{"id", "task", "error"}`` and the run goes on (its successful calls are cached)."""
+    records = []
+    for i, q in enumerate(questions, 1):
+        try:
+            records.append(run_question(q, chat, **options))
+        except ChatError as exc:
+            log.error("scmoa %d/%d %s: %s", i, len(questions), q["id"], exc)
+            records.append({"id": q["id"], "task": q.get("task", "qa"), "error": str(exc)})
+            continue
+        log.info("scmoa %d/%d %s: scmoa=%s vote=%s", i, len(questions), q["id"],
+                 records[-1]["methods"]["scmoa"]["correct"], records[-1]["methods"]["vote_pre"]["correct"])
+    return records

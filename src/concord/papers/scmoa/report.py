@@ -1,0 +1,386 @@
+"""Tables (CSV, Markdown, LaTeX) and figures (PNG, PDF) of one SC-MoA benchmark run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from concord import io
+from concord.papers.scmoa import analysis
+
+LABELS = {"scmoa": "SC-MoA", "vote_pre": "Majority vote (pre-refinement)", "vote_post": "Majority vote (post-refinement)",
+          "cot": "Zero-shot CoT", "sc": "Self-consistency (greedy + tag)", "moa": "MoA (proposer pool)",
+          "moa_para": "MoA (para)", "persona_moa": "Persona-MoA", "self_moa": "Self-MoA", "textgrad": "TextGrad",
+          "goa": "GoA (mean pooling)", "goa_max": "GoA (max pooling)", "pairwise_judge": "Pairwise LLM judge"}
+
+
+def label(method: str) -> str:
+    if method.startswith("gated_"):
+        theta = method.split("_", 1)[1]
+        return f"SC-MoA gated (theta={'inf' if theta == 'inf' else theta})"
+    if method.startswith("sc_t"):
+        return f"Self-consistency (T={method[4:]})"
+    return LABELS.get(method, method)
+
+
+def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: int = 3) -> list[Path]:
+    """``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` (rounded)."""
+    stem = Path(stem)
+    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".tex")]
+    io.write_text(paths[0], frame.to_csv(index=False))
+    shown = frame.copy()
+    for col in shown.columns:
+        if pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else ("inf" if np.isinf(v) else f"{v:.{decimals}f}"))
+    shown = shown.astype(str)
+    io.write_text(paths[1], f"**{caption}**\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n")
+    escaped = shown.map(_latex_escape)
+    escaped.columns = [_latex_escape(str(c)) for c in escaped.columns]
+    body = escaped.to_latex(index=False, escape=False)
+    io.write_text(paths[2], "\\begin{table}[t]\n\\centering\n\\caption{" + _latex_escape(caption) + "}\n"
+                  + body + "\\end{table}\n")
+    return paths
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def _figure(ncols: int = 1, width: float = 4.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.4))
+    return fig, np.atleast_1d(axes)
+
+
+#: Table stems written only when the records carry their data (rules declare them from settings).
+SECTION3_TABLE = "tables29_30_synthesis_vs_vote"
+TABLE36 = "table36_trace_ablation"
+TABLE37 = "table37_information_ladder"
+KSWEEP_TABLE = "k_sweep_h1"
+
+
+def optional_tables(settings: Mapping[str, Any]) -> list[str]:
+    """The extra table stems a run with these settings produces."""
+    from concord.papers.scmoa.views import INFO_LADDER, TRACE_ABLATION
+
+    views = set(settings.get("views") or [])
+    out = [SECTION3_TABLE] if settings.get("section3") else []
+    out += [TABLE36] if set(TRACE_ABLATION) <= views else []
+    out += [TABLE37] if {v for v, _, _ in INFO_LADDER} <= views else []
+    return out
+
+
+def _trace_of_sample(proposal: Mapping) -> str:
+    """Appendix U: the first reasoning trace of a perturbation (reasoning channel and reply)."""
+    from concord.papers.scmoa.prompts import trace
+
+    first = proposal["samples"][0]
+    return trace(first["text"], first.get("reasoning"))
+
+
+def _section3(records: Sequence[Mapping], out: Path, title: str) -> dict:
+    rows = [r["section3"] for r in records]
+    table, stats_ = analysis.contingency([x["vote_correct"] for x in rows], [x["synth_correct"] for x in rows])
+    caption = (f"{title} Section 3 controlled setting: majority vote vs synthesis over the same pre-refinement "
+               f"proposals (n={stats_['n']}); {stats_['beneficial']} beneficial vs {stats_['harmful']} harmful flips, "
+               f"{stats_['delta_pp']:+.1f} pp, McNemar chi2={stats_['mcnemar_chi2']:.2f}, p={stats_['mcnemar_p']:.3f} "
+               "(paper: Table 29 GPQA-Diamond 12 vs 5, chi2=2.88, p=0.090; Table 30 BBH-3 16 vs 5, chi2=5.76, p=0.016)")
+    write_table(table, out / SECTION3_TABLE, caption)
+    return stats_
+
+
+def _views(records: Sequence[Mapping], out: Path, title: str) -> dict:
+    from concord.papers.scmoa.views import INFO_LADDER, TRACE_ABLATION
+
+    have = set(records[0].get("views", {}))
+    mv = analysis.method_correct(records, "vote_post")
+    result = {}
+    if set(TRACE_ABLATION) <= have:
+        conds = {v: [r["views"][v]["correct"] for r in records] for v in TRACE_ABLATION}
+        frame = analysis.flips_against(mv, conds, {v: v.replace("_", " ") for v in TRACE_ABLATION})
+        write_table(frame, out / TABLE36, f"{title} trace ablation (Table 36): accuracy (%), flips vs the post-refinement "
+                    f"majority vote, McNemar p and Holm-Bonferroni p ({len(TRACE_ABLATION)} comparisons)")
+        result["table36"] = frame.to_dict("records")
+    if {v for v, _, _ in INFO_LADDER} <= have:
+        conds = {v: [r["views"][v]["correct"] for r in records] for v, _, _ in INFO_LADDER}
+        frame = analysis.flips_against(mv, conds, {v: label for v, label, _ in INFO_LADDER})
+        frame.insert(1, "group", [""] + [g for _, _, g in INFO_LADDER])
+        write_table(frame, out / TABLE37, f"{title} information ladder (Table 37): accuracy (%), flips vs the "
+                    f"post-refinement majority vote, McNemar p with Holm-Bonferroni ({len(INFO_LADDER)} comparisons)")
+        result["table37"] = frame.to_dict("records")
+    return result
+
+
+def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int = 10_000, seed: int = 0,
+          title: str = "") -> dict[str, Any]:
+    """Every table and figure of a run into ``out_dir``; returns the summary numbers.
+
+    Questions whose model calls failed (``error`` records) are left out and counted.
+    """
+    import matplotlib.pyplot as plt
+
+    failed = [r["id"] for r in records if "error" in r]
+    records = [r for r in records if "error" not in r]
+    if not records:
+        raise ValueError("no question records to analyse" + (f" ({len(failed)} failed)" if failed else ""))
+    out = Path(out_dir)
+    methods = list(records[0]["methods"])
+    baselines = [m for m in methods if m != "scmoa"]
+    n = int(records[0]["record"]["n"])
+    summary: dict[str, Any] = {"n_questions": len(records), "n_failed": len(failed), "failed": failed, "title": title}
+    if all("section3" in r for r in records):
+        summary["section3"] = _section3(records, out, title)
+    if all("views" in r for r in records):
+        summary.update(_views(records, out, title))
+    summary["reasoning_calls"] = int(sum((r["methods"]["scmoa"].get("usage") or {}).get("with_reasoning", 0) or 0
+                                         for r in records))
+
+    acc = analysis.accuracy_table(records, methods)
+    acc.insert(1, "label", [label(m) for m in acc["method"]])
+    write_table(acc, out / "accuracy", f"{title} accuracy with Clopper-Pearson 95% intervals")
+    summary["accuracy"] = acc.set_index("method")["accuracy"].to_dict()
+
+    sig = analysis.significance_table(records, "scmoa", baselines, n_resamples=n_resamples, seed=seed)
+    write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar and paired bootstrap")
+
+    vote = analysis.method_correct(records, "vote_post")
+    synth = analysis.method_correct(records, "scmoa")
+    decomp = analysis.flip_decomposition(vote, synth)
+    write_table(pd.DataFrame([decomp]), out / "flips", f"{title} synthesis vs vote: flips and Proposition 1 terms")
+    summary["flips"] = decomp
+    summary["override_rate"] = float(np.mean([r["record"]["override"] for r in records]))
+
+    pre = [r["record"]["clusters_pre"]["k_max"] for r in records]
+    post = [r["record"]["clusters_post"]["k_max"] for r in records]
+    trans = analysis.transition_matrix(pre, post, n)
+    write_table(trans.reset_index().rename(columns=lambda c: f"post={c}" if c != "pre" else "pre k_max"),
+                out / "transition", f"{title} consensus transition (pre-refinement k_max rows, post columns)")
+    summary["transition_below_diagonal"] = int(sum(trans.loc[a, b] for a in trans.index for b in trans.columns if b < a))
+
+    diversity = [analysis.trace_diversity([_trace_of_sample(s) for s in r["record"]["proposals_pre"]])
+                 for r in records]
+    outcomes = [analysis.flip_outcome(v, s) for v, s in zip(vote, synth)]
+    div_table, div_test = analysis.diversity_by_outcome(diversity, outcomes)
+    write_table(div_table, out / "diversity", f"{title} trace diversity D_t by outcome (TF-IDF, 5000 features)")
+    summary["diversity_test"] = div_test
+
+    _error_correlation(records, out, title, n, seed)
+    summary.update(_appendix_tables(records, out, title, methods, n_resamples=n_resamples, seed=seed))
+
+    conf = [r["record"]["clusters_pre"]["consensus"] for r in records]
+    rel, ece = analysis.reliability(conf, synth)
+    sel, auroc = analysis.selective_prediction(conf, synth)
+    write_table(rel, out / "reliability", f"{title} reliability of pre-refinement consensus (ECE={ece:.3f})")
+    write_table(sel, out / "selective", f"{title} selective prediction by consensus (AUROC={auroc:.3f})")
+    summary.update(ece=ece, auroc=auroc)
+
+    gate = analysis.gating_sweep(records, analysis.method_correct(records, "vote_pre"))
+    write_table(gate, out / "gating_sweep", f"{title} consensus-gating threshold sweep (theta=inf: always aggregate)")
+    ks = analysis.k_sweep(records)
+    write_table(ks, out / "k_sweep", f"{title} inner sampling budget sweep")
+    ksb = analysis.k_sweep_bootstrap(records, n_resamples=n_resamples, seed=seed)
+    write_table(ksb, out / KSWEEP_TABLE, f"{title} inner sampling budget (Appendix H.1): accuracy (%) with percentile "
+                "bootstrap 95% CIs and the paired-bootstrap change from the previous k")
+
+    # Figures: calibration (reliability + selective prediction), transition, diversity, sweeps.
+    fig, ax = _figure(2)
+    ax[0].plot([0, 1], [0, 1], ls="--", c="grey", lw=1)
+    ax[0].plot(rel["confidence"], rel["accuracy"], marker="o")
+    ax[0].set(xlabel="consensus C", ylabel="accuracy", title=f"Reliability (ECE={ece:.3f})", xlim=(0, 1.02), ylim=(0, 1.02))
+    ax[1].plot(sel["coverage"], sel["accuracy"], marker="o")
+    ax[1].set(xlabel="coverage", ylabel="accuracy", title=f"Selective prediction (AUROC={auroc:.2f})", ylim=(0, 1.02))
+    io.save_figure(fig, out / "calibration")
+    plt.close(fig)
+
+    fig, ax = _figure(1)
+    im = ax[0].imshow(trans.to_numpy(), cmap="Blues", origin="lower")
+    size = len(trans.columns)
+    ax[0].set(xticks=range(size), xticklabels=trans.columns, yticks=range(size), yticklabels=trans.index,
+              xlabel="post-refinement k_max", ylabel="pre-refinement k_max", title="Consensus transition")
+    for (a, b), v in np.ndenumerate(trans.to_numpy()):
+        ax[0].text(b, a, str(v), ha="center", va="center", fontsize=8)
+    fig.colorbar(im, ax=ax[0])
+    io.save_figure(fig, out / "transition")
+    plt.close(fig)
+
+    fig, ax = _figure(2)
+    groups = ["beneficial", "harmful", "no flip"]
+    data = [[d for d, o in zip(diversity, outcomes) if o == g and not math.isnan(d)] for g in groups]
+    for i, vals in enumerate(data):
+        ax[0].scatter([i] * len(vals), vals, alpha=0.6)
+        if vals:
+            ax[0].hlines(np.mean(vals), i - 0.25, i + 0.25, colors="k")
+    ax[0].set(xticks=range(3), xticklabels=groups, ylabel="D_t", title="Trace diversity by outcome")
+    ax[1].bar(["recovery\nP_w R_s", "corruption\nP_c (1-F_s)"], [decomp["recovery"], decomp["corruption"]],
+              color=["tab:green", "tab:red"])
+    ax[1].set(ylabel="fraction of problems", title="Synthesis decomposition")
+    io.save_figure(fig, out / "diversity")
+    plt.close(fig)
+
+    fig, ax = _figure(2)
+    finite = gate[np.isfinite(gate["theta"])]
+    ax[0].plot(finite["theta"], finite["accuracy"], marker="o", label="gated")
+    ax[0].axhline(float(gate.loc[~np.isfinite(gate["theta"]), "accuracy"].iloc[0]), ls="--", c="k", label="always aggregate")
+    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy", title="Gating sweep")
+    ax[0].legend(fontsize=8)
+    if not ks.empty:
+        ax[1].errorbar(ks["k"], ks["accuracy"], yerr=[ks["accuracy"] - ks["ci_lo"], ks["ci_hi"] - ks["accuracy"]],
+                       marker="o", capsize=3)
+    ax[1].set(xlabel="k (samples per perturbation)", ylabel="accuracy", title="k sweep")
+    io.save_figure(fig, out / "sweeps")
+    plt.close(fig)
+    return _finite(summary)
+
+
+#: Appendix tables and figures every report writes (a table whose data the run did not collect
+#: says so in a single row, naming the setting that produces it).
+APPENDIX_TABLES = ("table13_significance_all_pairs", "table15_public_private", "table17_error_correlation",
+                   "table21_override", "table22_override_decomposition", "table23_oracle", "table26_sampling_protocol",
+                   "table27_diversity_source", "table28_tokens", "table40_selection")
+APPENDIX_FIGURES = ("figure3_pareto", "figure4b_consensus_gain", "figure6c_n_sweep")
+
+
+def _not_run(stem: Path, caption: str, why: str) -> None:
+    write_table(pd.DataFrame([{"not available": why}]), stem, caption)
+
+
+def _error_correlation(records: Sequence[Mapping], out: Path, title: str, n: int, seed: int) -> None:
+    """Table 17 (Appendix K.1): rho-bar of perturbation-diverse vs i.i.d. proposals (and persona
+    proposals when the persona diversity source ran), with 95% bootstrap CIs."""
+    rows = [{"condition": "paraphrase-diverse proposals (SPUQ)",
+             **analysis.error_correlation(~np.array([r["agents_correct"] for r in records], dtype=bool), seed=seed)}]
+    persona = [((r.get("diversity") or {}).get("persona@T=0") or {}).get("agents_correct") for r in records]
+    if all(p is not None for p in persona):
+        rows.insert(0, {"condition": "persona-diverse proposals (J.1/J.2)",
+                        **analysis.error_correlation(~np.array(persona, dtype=bool), seed=seed)})
+    sc = [r.get("sc_correct") or [] for r in records]
+    if all(len(x) >= n for x in sc):
+        rows.append({"condition": "i.i.d. samples (one generic prompt)",
+                     **analysis.error_correlation(~np.array([x[:n] for x in sc], dtype=bool), seed=seed)})
+    frame = pd.DataFrame(rows)
+    caption = f"{title} Table 17: mean pairwise error correlation rho-bar with 95% bootstrap CIs"
+    write_table(frame, out / "error_correlation", caption)
+    write_table(frame, out / "table17_error_correlation", caption)
+
+
+def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods: Sequence[str], *,
+                     n_resamples: int, seed: int) -> dict:
+    """Tables 13, 15, 21-23, 26-28, 40 and Figures 3, 4b, 6c of one run."""
+    import matplotlib.pyplot as plt
+
+    summary: dict[str, Any] = {}
+    table_methods = [m for m in methods if not m.startswith("gated_")]
+    sig = analysis.pairwise_significance(records, table_methods, n_resamples=n_resamples, seed=seed)
+    write_table(sig, out / "table13_significance_all_pairs", f"{title} Table 13: McNemar (chi-square, no continuity "
+                "correction) and paired-bootstrap 95% CI of the accuracy difference for every pair of methods; "
+                "p_holm = Holm-Bonferroni over all pairs")
+
+    stem = out / "table15_public_private"
+    caption = f"{title} Table 15: public-to-private test fidelity, P(priv | pub) = P(all tests pass | public tests pass)"
+    fid = analysis.public_private_fidelity(records, table_methods)
+    if fid.empty:
+        _not_run(stem, caption, "a code benchmark only (public vs private tests)")
+    else:
+        write_table(fid, stem, caption)
+
+    dec, over = analysis.override_decomposition(records)
+    write_table(pd.DataFrame([over]), out / "table21_override", f"{title} Table 21: override fire rate and accuracy "
+                "when it fires / does not (QA: never fires)")
+    write_table(dec, out / "table22_override_decomposition", f"{title} Table 22: aggregation alone, full pipeline, "
+                f"best-of-N; override fires on {over['override_fires']}/{over['n']} problems")
+    summary["override"] = over
+    oracle = analysis.oracle_ceiling(records)
+    write_table(pd.DataFrame([oracle]), out / "table23_oracle", f"{title} Table 23: oracle ceiling (any of the N x k "
+                "samples or refined proposals correct) vs SC-MoA; gap = oracle - actual")
+    summary["oracle"] = oracle
+
+    stem, caption = out / "table26_sampling_protocol", f"{title} Table 26: SC (k samples) under greedy + variant tag vs temperature sampling; McNemar vs greedy + tag"
+    temps = sorted((m for m in methods if m.startswith("sc_t")), key=lambda m: float(m[4:]))
+    if "sc" in methods and temps:
+        write_table(analysis.compared_to(records, "sc", temps + ["scmoa"], {m: label(m) for m in methods}), stem, caption)
+    else:
+        _not_run(stem, caption, "methods sc and sc_temp (sc_temperatures)")
+
+    stem, caption = out / "table27_diversity_source", f"{title} Table 27: source of proposal diversity with the same pipeline (Phases 2-5); McNemar vs SC-MoA"
+    conds = sorted({c for r in records for c in (r.get("diversity") or {})})
+    if conds and all(set(r.get("diversity") or {}) == set(conds) for r in records):
+        shadow = [{**r, "methods": {**r["methods"], **{f"div:{c}": r["diversity"][c] for c in conds}}} for r in records]
+        write_table(analysis.compared_to(shadow, "scmoa", [f"div:{c}" for c in conds],
+                                         {"scmoa": "SC-MoA (this run's perturbation)", **{f"div:{c}": c for c in conds}}),
+                    stem, caption)
+    else:
+        _not_run(stem, caption, "diversity_sources, e.g. [[persona, 0.0], [paraphrase, 0.7], [none, 0.7], [none, 1.0]]")
+
+    tokens = analysis.token_accounting(records, [m for m in table_methods if m not in ("vote_pre", "vote_post")])
+    tokens.insert(1, "label", [label(m) for m in tokens["method"]])
+    write_table(tokens, out / "table28_tokens", f"{title} Table 28: mean tokens per problem (input + output) and "
+                "accuracy per million tokens")
+
+    stem, caption = out / "table40_selection", f"{title} Table 40: selection (over the Phase 1 proposals) vs synthesis; McNemar vs SC-MoA"
+    ds = analysis.dawid_skene_choice(records)
+    write_table(analysis.selection_table(records, ds, n_resamples=n_resamples, seed=seed), stem, caption)
+
+    # Figure 3: compute-accuracy frontier.
+    fig, ax = _figure(1, width=5.0)
+    pts = [(float(np.mean([r["methods"][m]["calls"] for r in records])), 100 * float(analysis.method_correct(records, m).mean()), m)
+           for m in table_methods if m not in ("vote_post",)]
+    for x, y, m in pts:
+        ax[0].scatter(x, y, color="tab:red" if m == "scmoa" else "tab:blue")
+        ax[0].annotate(label(m), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    frontier, best = [], -1.0
+    for x, y, _ in sorted(pts):
+        if y > best:
+            frontier.append((x, y))
+            best = y
+    if frontier:
+        ax[0].plot(*zip(*frontier), ls="--", c="grey", lw=1)
+    ax[0].set(xlabel="LLM calls per problem", ylabel="accuracy (%)", title="Compute-accuracy frontier (Figure 3)")
+    io.save_figure(fig, out / "figure3_pareto")
+    plt.close(fig)
+
+    gain = analysis.consensus_gain_by_stratum(records)
+    fig, ax = _figure(1)
+    ax[0].bar([f"{c:.2f}" for c in gain["C_pre"]], gain["mean_delta_C"])
+    ax[0].set(xlabel="pre-refinement consensus C", ylabel="E[Delta C]", title="Consensus gain by stratum (Figure 4b)")
+    io.save_figure(fig, out / "figure4b_consensus_gain")
+    plt.close(fig)
+
+    fig, ax = _figure(1)
+    ns = sorted({int(k) for r in records for k in (r.get("n_sweep") or {})})
+    if ns:
+        for key, name in (("scmoa_correct", "SC-MoA"), ("sc_correct", "SC")):
+            ys = [100 * float(np.mean([r["n_sweep"][str(k)][key] for r in records if str(k) in r.get("n_sweep", {})])) for k in ns]
+            ax[0].plot(ns, ys, marker="o", label=name)
+        ax[0].legend(fontsize=8)
+    else:
+        ax[0].text(0.5, 0.5, "no N sweep in this run\n(setting n_sweep)", ha="center", va="center", transform=ax[0].transAxes)
+    ax[0].set(xlabel="N (perturbations / SC samples)", ylabel="accuracy (%)", title="SC-MoA vs SC over N (Figure 6c)")
+    io.save_figure(fig, out / "figure6c_n_sweep")
+    plt.close(fig)
+    return summary
+
+
+def _finite(obj: Any) -> Any:
+    """NaN and infinities (an undefined AUROC, a flip ratio without harmful flips) as null,
+    so that the summary is strict JSON."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
