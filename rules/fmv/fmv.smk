@@ -328,7 +328,6 @@ rule fmv_table2:
         )
 
 
-
 rule fmv_all:
     input:
         FMV_TARGETS,
@@ -336,7 +335,7 @@ rule fmv_all:
 
 
 # The first release's name for fmv_all; kept as an alias for one release.
-rule fmv_all:
+rule code_all:
     input:
         FMV_TARGETS,
     localrule: True
