@@ -27,7 +27,7 @@ PAPER_CONFIG = {
     "run_name": "synthetic",
     "evaluation": {"k": 16, "temperature": 0.6, "top_p": 0.95},
     "training": {"n_vote": 64},
-    "code": {"models": {"qwen3-4b-instruct-2507": {"label": "Qwen3-4B-Instruct"},
+    "fmv": {"models": {"qwen3-4b-instruct-2507": {"label": "Qwen3-4B-Instruct"},
                         "qwen3-4b-thinking-2507": {"label": "Qwen3-4B-Thinking"}},
              "benchmarks": {"lcb_v6": {"source": "livecodebench"}},
              "sampling": {"n": 64, "temperature": 0.6, "top_p": 0.95},
@@ -84,13 +84,13 @@ def results(tmp_path) -> tuple[Path, list[Path]]:
         {"model": "llama-3.1-8b-instruct", "benchmark": "amc", "steps_saved_pct": 70.4, "n_seeds": 3},
         {"model": "deepseek-math-7b", "benchmark": "amc", "steps_saved_pct": 40.0, "n_seeds": 3}])))
     # FMV Table 1 (fractions, labels as concord writes them): base within its SE, FMV TTRL outside.
-    files.append(_write(root / "code/tables/table1.csv", pd.DataFrame([
+    files.append(_write(root / "fmv/tables/table1.csv", pd.DataFrame([
         {"method": "Base (Qwen3-4B-Instruct)", "train_mean": 0.30, "train_se": 0.03, "holdout_mean": 0.33,
          "holdout_se": 0.03},
         {"method": "with FMV TTRL", "train_mean": 0.25, "train_se": 0.03, "holdout_mean": 0.34, "holdout_se": 0.03},
         {"method": "with Pointwise-FMV TTRL", "train_mean": 0.366, "train_se": 0.03, "holdout_mean": 0.345,
          "holdout_se": 0.03}])))
-    files.append(_write(root / "code/figures/lcb_v6/figure2_left.csv", pd.DataFrame([
+    files.append(_write(root / "fmv/figures/lcb_v6/figure2_left.csv", pd.DataFrame([
         {"model": "Qwen3-4B-Thinking", "method": "semantic", "n": 64, "accuracy": 0.481, "se": 0.02,
          "n_questions": 100},
         {"model": "Qwen3-4B-Thinking", "method": "gencluster", "n": 64, "accuracy": 0.40, "se": 0.02,
@@ -265,12 +265,12 @@ def test_bad_inputs_fail_with_the_problem_named(results, tmp_path):
 
 def test_inputs_are_picked_from_the_workflow_targets():
     targets = ["results/tables/table1.csv", "results/tables/table1.md", "results/figures/figure5a.png",
-               "results/figures/figure5a.json", "results/code/figures/humaneval/figure2_left.png",
+               "results/figures/figure5a.json", "results/fmv/figures/humaneval/figure2_left.png",
                "results/scmoa/m/b/analysis/accuracy.md", "results/scmoa/m/b/analysis/transition.csv",
                "results/tables/figure3_steps_saved_curves.csv", "results/data/synthetic.jsonl"]
     assert scorecard_inputs(targets, "results") == [
         "results/tables/table1.csv", "results/figures/figure5a.csv", "results/figures/figure5a.json",
-        "results/code/figures/humaneval/figure2_left.csv", "results/scmoa/m/b/analysis/accuracy.csv"]
+        "results/fmv/figures/humaneval/figure2_left.csv", "results/scmoa/m/b/analysis/accuracy.csv"]
 
 
 def test_fmv_rows_are_told_apart_by_their_labels():
@@ -334,14 +334,14 @@ def test_snakemake_scorecard_is_planned_and_run_on_a_tiny_config(tmp_path):
     _write(root / "tables/figure3_steps_saved.csv", pd.DataFrame(
         [{"model": "tiny", "benchmark": "synthetic", "steps_saved_pct": float("nan"), "n_seeds": 1}]))
     for name, frame in {
-        "code/tables/table1.csv": [{"method": "Base (tiny)", "train_mean": 0.0, "train_se": 0.0, "holdout_mean": 0.0,
+        "fmv/tables/table1.csv": [{"method": "Base (tiny)", "train_mean": 0.0, "train_se": 0.0, "holdout_mean": 0.0,
                                     "holdout_se": 0.0}],
-        "code/tables/table2.csv": [{"method": "Base (tiny)", "mean": 0.0, "mean_se": 0.0, "fmv": 0.0, "fmv_se": 0.0,
+        "fmv/tables/table2.csv": [{"method": "Base (tiny)", "mean": 0.0, "mean_se": 0.0, "fmv": 0.0, "fmv_se": 0.0,
                                     "best": 0.0, "best_se": 0.0}],
-        "code/figures/humaneval/figure2_left.csv": [{"model": "tiny", "method": "fmv", "n": 4, "accuracy": 0.25,
+        "fmv/figures/humaneval/figure2_left.csv": [{"model": "tiny", "method": "fmv", "n": 4, "accuracy": 0.25,
                                                      "se": 0.1}],
         # the right panel repeats the left one's N (here with another value, as subsampling may)
-        "code/figures/humaneval/figure2_right.csv": [{"model": "tiny", "method": "fmv", "n": 4, "accuracy": 0.3,
+        "fmv/figures/humaneval/figure2_right.csv": [{"model": "tiny", "method": "fmv", "n": 4, "accuracy": 0.3,
                                                       "se": 0.1}],
     }.items():
         _write(root / name, pd.DataFrame(frame))
@@ -359,7 +359,7 @@ def test_snakemake_scorecard_is_planned_and_run_on_a_tiny_config(tmp_path):
     assert "This run is not the paper's setting" in md and "pass_at_1:tiny:synthetic:core" in md
     fmv_md = (out / "fmv.md").read_text()
     assert "| figure2:accuracy:tiny:humaneval:fmv:4 | 25.00 ± 10.0 (bootstrap SE) |" in fmv_md
-    assert "code/figures/humaneval/figure2_right.csv gives 30" in fmv_md
+    assert "fmv/figures/humaneval/figure2_right.csv gives 30" in fmv_md
     sidecars = list((root / ".manifest").rglob("*.json")) if (root / ".manifest").is_dir() else []
     assert any("scorecard" in p.as_posix() for p in sidecars), "the outputs are registered in the manifest"
 

@@ -12,10 +12,10 @@ path                                           columns read
 ``figures/figure5a.json`` + ``figure5a.csv``   ``wins, n_cells, sign_test_p, wilcoxon_p``; the csv's
                                                ``model, benchmark`` (the cells compared)
 ``tables/figure3_steps_saved.csv``             ``model, benchmark, steps_saved_pct, n_seeds``
-``code/tables/table1.csv``                     ``method, train_mean, train_se, holdout_mean, holdout_se``
+``fmv/tables/table1.csv``                     ``method, train_mean, train_se, holdout_mean, holdout_se``
                                                (fractions; FMV Table 1)
-``code/tables/table2.csv``                     ``method, mean, mean_se, fmv, fmv_se, best, best_se``
-``code/figures/{bench}/figure2_{left,right}``  ``model`` (label), ``method, n, accuracy, se``
+``fmv/tables/table2.csv``                     ``method, mean, mean_se, fmv, fmv_se, best, best_se``
+``fmv/figures/{bench}/figure2_{left,right}``  ``model`` (label), ``method, n, accuracy, se``
 ``.csv``
 ``scmoa/{model}/{bench}/analysis/``            ``accuracy.csv``: ``method, n, accuracy, ci_lo, ci_hi``;
 ``{accuracy,significance,flips,``              ``significance.csv``: ``method, baseline, wins, losses,
@@ -220,30 +220,30 @@ def read_core_figure3(path: Path, rel: str, config: Mapping) -> list[Reproduced]
 # ------------------------------------------------------------------ FMV
 
 
-def _code_models(config: Mapping) -> dict[str, Mapping]:
-    code = _section(config, "code")
-    models = code.get("models") or config.get("models") or {}
+def _fmv_models(config: Mapping) -> dict[str, Mapping]:
+    fmv = _section(config, "fmv")
+    models = fmv.get("models") or config.get("models") or {}
     return dict(models) if isinstance(models, Mapping) else {}
 
 
 def fmv_model_label(config: Mapping, key: str) -> str:
-    """The label FMV figures print for a model (code.models.*.label, report.labels, the key)."""
-    spec = _code_models(config).get(key) or {}
+    """The label FMV figures print for a model (fmv.models.*.label, report.labels, the key)."""
+    spec = _fmv_models(config).get(key) or {}
     labels = _section(config, "report").get("labels") or {}
     return (spec.get("label") if isinstance(spec, Mapping) else None) or labels.get(key) or key
 
 
 def fmv_ttrl_cell(config: Mapping) -> tuple[str, str]:
-    """The (model, benchmark) of FMV Tables 1-2: code.ttrl.model/benchmark, else the first ones."""
-    code = _section(config, "code")
-    ttrl = _section(config, "code", "ttrl")
-    benchmarks = list((code.get("benchmarks") or {}).keys())
-    model = ttrl.get("model") or next(iter(_code_models(config)), "unknown")
+    """The (model, benchmark) of FMV Tables 1-2: fmv.ttrl.model/benchmark, else the first ones."""
+    fmv = _section(config, "fmv")
+    ttrl = _section(config, "fmv", "ttrl")
+    benchmarks = list((fmv.get("benchmarks") or {}).keys())
+    model = ttrl.get("model") or next(iter(_fmv_models(config)), "unknown")
     return str(model), str(ttrl.get("benchmark") or (benchmarks[0] if benchmarks else "unknown"))
 
 
 def fmv_setting(config: Mapping) -> dict[str, str]:
-    sampling = _section(config, "code", "sampling")
+    sampling = _section(config, "fmv", "sampling")
     return {"n": fmt_setting(sampling.get("n")), "temperature": fmt_setting(sampling.get("temperature")),
             "top_p": fmt_setting(sampling.get("top_p"))}
 
@@ -294,7 +294,7 @@ def read_fmv_table(path: Path, rel: str, config: Mapping, table: int) -> list[Re
 def read_fmv_figure2(path: Path, rel: str, config: Mapping, benchmark: str) -> list[Reproduced]:
     frame = pd.read_csv(path)
     _require(frame, ("model", "method", "n", "accuracy"), rel)
-    by_label = {fmv_model_label(config, key): key for key in _code_models(config)}
+    by_label = {fmv_model_label(config, key): key for key in _fmv_models(config)}
     setting = fmv_setting(config)
     out = []
     for row in frame.itertuples(index=False):
@@ -429,8 +429,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("core_table", re.compile(r"^tables/table\d+\.csv$")),
     Kind("core_figure5a", re.compile(r"^figures/figure5a\.(json|csv)$")),
     Kind("core_figure3", re.compile(r"^tables/figure3_steps_saved\.csv$")),
-    Kind("fmv_table", re.compile(r"^code/tables/table(?P<table>[12])\.csv$")),
-    Kind("fmv_figure2", re.compile(r"^code/figures/(?P<bench>[^/]+)/figure2_(left|right)\.csv$")),
+    Kind("fmv_table", re.compile(r"^fmv/tables/table(?P<table>[12])\.csv$")),
+    Kind("fmv_figure2", re.compile(r"^fmv/figures/(?P<bench>[^/]+)/figure2_(left|right)\.csv$")),
     Kind("scmoa", re.compile(r"^scmoa/(?P<model>[^/]+)/(?P<bench>[^/]+)/analysis/"
                              r"(?P<table>accuracy|significance|flips|tables29_30_synthesis_vs_vote)\.csv$")),
 )
