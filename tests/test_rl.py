@@ -50,16 +50,23 @@ def test_layout_straddling_groups_keep_equal_shares():
     layout = check_layout(Layout(prompts_per_step=3, n_vote=4, n_train=2, num_processes=2))
     assert layout.kept_per_process() == [3, 3]
     assert layout.per_device_train_batch_size == 6
-    # The paper's node: 8 prompts x 64 over 8 GPUs, 8 micro-steps.
-    paper = check_layout(Layout(8, 64, 32, num_processes=8, gradient_accumulation_steps=8))
-    assert paper.per_device_train_batch_size == 8 and paper.kept_per_process() == [32] * 8
+    # The paper's node: 8 prompts x 64 over 8 GPUs, 8 optimiser updates per step (TTRL's
+    # ppo_mini_batch_size=1): TRL draws 8 micro-batches of 8 generated (4 kept) per process.
+    paper = check_layout(Layout(8, 64, 32, num_processes=8, updates_per_generation=8))
+    assert paper.steps_per_generation == 8 and paper.per_device_train_batch_size == 8
+    assert paper.kept_per_process() == [32] * 8
+    # Updates made of 2 micro-batches each: 16 micro-batches per step.
+    halved = check_layout(Layout(8, 64, 32, num_processes=8, gradient_accumulation_steps=2, updates_per_generation=8))
+    assert halved.steps_per_generation == 16 and halved.per_device_train_batch_size == 4
 
 
 @pytest.mark.parametrize(
     "layout, message",
     [
         (Layout(3, 4, 2, num_processes=5), "cannot be split evenly"),
-        (Layout(2, 4, 4, num_processes=1, gradient_accumulation_steps=3), "not divisible by gradient_accumulation"),
+        (Layout(2, 4, 4, num_processes=1, gradient_accumulation_steps=3), "not divisible by updates_per_generation x gradient_accumulation_steps = 1 x 3"),
+        (Layout(2, 4, 2, num_processes=1, updates_per_generation=3), "generates 8 roll-outs per step, not divisible by"),
+        (Layout(2, 8, 2, num_processes=1, updates_per_generation=8), "trains on 4 roll-outs per step, not divisible by"),
         (Layout(1, 4, 1), "n_train must be >= 2"),
         (Layout(1, 4, 5), "cannot exceed n_vote"),
         (Layout(1, 6, 3, num_processes=2), "lands unevenly"),

@@ -44,11 +44,19 @@ class HFEngine:
         self.model.eval()
         self.batch_size = int(batch_size)
         self.progress = progress
+        self.synced_gpus = None  # a model of its own is never sharded
 
     @classmethod
-    def from_model(cls, model, tokenizer, *, batch_size: int = 32, progress: bool = False) -> "HFEngine":
-        """Wrap an already-loaded model (e.g. the policy inside a trainer) without reloading it."""
+    def from_model(cls, model, tokenizer, *, batch_size: int = 32, progress: bool = False,
+                   synced_gpus: bool | None = None) -> "HFEngine":
+        """Wrap an already-loaded model (e.g. the policy inside a trainer) without reloading it.
+
+        ``synced_gpus=True`` when the model's parameters are sharded over processes (FSDP, ZeRO-3):
+        every process then keeps stepping until all have finished, so their collectives pair up.
+        The caller must also give every process the same number of prompts (hence of batches).
+        """
         self = cls.__new__(cls)
+        self.synced_gpus = synced_gpus
         self.model_name = getattr(model, "name_or_path", "in-memory")
         self.model = model
         self.tokenizer = tokenizer
@@ -86,8 +94,12 @@ class HFEngine:
             if not params.greedy
             else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         )
-        with torch.inference_mode():
+        # no_grad, not inference_mode: FSDP2 reuses its all-gather buffers across calls, and a buffer
+        # created under inference_mode cannot be written by the training step that follows.
+        synced = {} if self.synced_gpus is None else {"synced_gpus": self.synced_gpus}
+        with torch.no_grad():
             out = self.model.generate(
+                **synced,
                 **enc,
                 max_new_tokens=params.max_new_tokens,
                 return_dict_in_generate=True,

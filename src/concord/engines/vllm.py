@@ -2,6 +2,14 @@
 
 Per-token log-probabilities come from ``SamplingParams(logprobs=0)``, which returns the sampled
 token's log-probability under the raw model distribution (vLLM's default ``raw_logprobs``).
+
+Context length: every job sizes vLLM's ``max_model_len`` as its prompt budget plus its
+completion budget (:func:`context_length`) -- the training jobs (TRL's colocated engine), and
+any job that sets ``engine.max_model_len`` from its budgets. Left unset, vLLM reserves KV cache for
+the model's whole context (131k tokens for Llama-3.1-8B, about 1M for Mistral-Nemo) and refuses
+to start inside a colocated share of GPU memory; set too small, it cuts completions short. Before
+generating, :func:`check_context` refuses a request whose prompt plus ``max_new_tokens`` does not
+fit, naming the numbers, instead of letting vLLM truncate the completion silently.
 """
 
 from __future__ import annotations
@@ -14,6 +22,25 @@ from concord.engines.base import Generation, Messages, SamplingParams, mean_logp
 
 class VLLMUnavailableError(RuntimeError):
     pass
+
+
+def context_length(max_prompt_tokens: int, *completion_budgets: int) -> int:
+    """vLLM's ``max_model_len`` for a job: its prompt budget plus its longest completion budget."""
+    budgets = [int(b) for b in completion_budgets if b]
+    if int(max_prompt_tokens) < 1 or not budgets:
+        raise ValueError(f"need a prompt budget and a completion budget, got {max_prompt_tokens}, {completion_budgets}")
+    return int(max_prompt_tokens) + max(budgets)
+
+
+def check_context(prompt_tokens: Sequence[int], max_new_tokens: int, max_model_len: int) -> None:
+    """Raise when the longest prompt plus ``max_new_tokens`` exceeds ``max_model_len``."""
+    longest = max(prompt_tokens, default=0)
+    if longest + int(max_new_tokens) > int(max_model_len):
+        raise ValueError(
+            f"a prompt of {longest} tokens + max_new_tokens={max_new_tokens} exceeds the engine's "
+            f"max_model_len={max_model_len}: completions would be cut; raise engine.max_model_len to at least "
+            f"{longest + int(max_new_tokens)} (prompt budget + completion budget)"
+        )
 
 
 def _import_vllm():
@@ -51,6 +78,7 @@ class VLLMEngine:
             seed=seed,
         )
         self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = int(max_model_len)
 
     def render(self, messages: Messages) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -67,6 +95,8 @@ class VLLMEngine:
         )
 
     def generate(self, conversations: Sequence[Messages], params: SamplingParams) -> list[list[Generation]]:
+        lengths = [len(self.tokenizer(self.render(m), add_special_tokens=False)["input_ids"]) for m in conversations]
+        check_context(lengths, params.max_new_tokens, self.max_model_len)
         outputs = self.llm.chat(list(conversations), self.sampling_params(params), use_tqdm=True)
         return [[to_generation(c) for c in request.outputs] for request in outputs]
 

@@ -1,8 +1,13 @@
 """How a TTRL step's roll-outs are laid out, which of them train, and their gated advantages.
 
-One optimisation step draws ``prompts_per_step`` questions and samples ``n_vote`` roll-outs for
-each (TRL's ``num_generations``). The whole group of ``n_vote`` is scored by the consensus rule;
-only ``n_train`` of them enter the policy loss (TTRL: vote over 64, train on 32).
+One training step (TTRL's step, one generation round) draws ``prompts_per_step`` questions and
+samples ``n_vote`` roll-outs for each (TRL's ``num_generations``). The whole group of ``n_vote`` is
+scored by the consensus rule; only ``n_train`` of them enter the policy loss (TTRL: vote over 64,
+train on 32). The kept roll-outs are then consumed by ``updates_per_generation`` optimiser updates
+(TTRL: ``ppo_mini_batch_size=1`` prompt of 8, so 8 updates per step), each made of
+``gradient_accumulation_steps`` micro-batches per process. In TRL's terms that is
+``steps_per_generation = updates_per_generation x gradient_accumulation_steps`` micro-batches per
+generation batch, and TRL's ``global_step`` counts optimiser updates.
 
 Which ``n_train`` roll-outs train does not matter statistically -- roll-outs are i.i.d. samples,
 so any content-independent subset is a uniform one -- but it matters for distribution: TRL hands
@@ -53,6 +58,12 @@ class Layout:
     n_train: int
     num_processes: int = 1
     gradient_accumulation_steps: int = 1
+    updates_per_generation: int = 1
+
+    @property
+    def steps_per_generation(self) -> int:
+        """TRL's ``steps_per_generation``: micro-batches per process drawn from one generation batch."""
+        return self.updates_per_generation * self.gradient_accumulation_steps
 
     @property
     def generation_batch_size(self) -> int:
@@ -66,7 +77,7 @@ class Layout:
     @property
     def per_device_train_batch_size(self) -> int:
         """TRL's ``per_device_train_batch_size``: generated roll-outs per process per micro-step."""
-        return self.per_device_generation // self.gradient_accumulation_steps
+        return self.per_device_generation // self.steps_per_generation
 
     def kept_per_process(self) -> list[int]:
         mask = keep_mask(self.generation_batch_size, self.n_vote, self.n_train)
@@ -76,10 +87,10 @@ class Layout:
 
 def check_layout(layout: Layout) -> Layout:
     """Raise a ValueError naming the numbers when a step cannot be laid out over the processes."""
-    p, v, t, w, ga = (layout.prompts_per_step, layout.n_vote, layout.n_train,
-                      layout.num_processes, layout.gradient_accumulation_steps)
-    for name, value in [("prompts_per_step", p), ("n_vote", v), ("n_train", t),
-                        ("num_processes", w), ("gradient_accumulation_steps", ga)]:
+    p, v, t, w, ga, u = (layout.prompts_per_step, layout.n_vote, layout.n_train,
+                         layout.num_processes, layout.gradient_accumulation_steps, layout.updates_per_generation)
+    for name, value in [("prompts_per_step", p), ("n_vote", v), ("n_train", t), ("num_processes", w),
+                        ("gradient_accumulation_steps", ga), ("updates_per_generation", u)]:
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if t < 2:
@@ -90,10 +101,11 @@ def check_layout(layout: Layout) -> Layout:
         raise ValueError(
             f"prompts_per_step x n_vote = {p} x {v} = {p * v} roll-outs cannot be split evenly over {w} processes"
         )
-    if layout.per_device_generation % ga:
+    spg = layout.steps_per_generation
+    if layout.per_device_generation % spg:
         raise ValueError(
             f"each process generates {layout.per_device_generation} roll-outs per step, not divisible by "
-            f"gradient_accumulation_steps={ga}"
+            f"updates_per_generation x gradient_accumulation_steps = {u} x {ga} = {spg}"
         )
     kept = layout.kept_per_process()
     if len(set(kept)) != 1:
@@ -101,9 +113,10 @@ def check_layout(layout: Layout) -> Layout:
             f"with {w} processes the {t}-of-{v} training subset lands unevenly ({kept} roll-outs per process); "
             f"choose prompts_per_step, n_vote and n_train so that every process keeps the same number"
         )
-    if kept[0] % ga:
+    if kept[0] % spg:
         raise ValueError(
-            f"each process trains on {kept[0]} roll-outs per step, not divisible by gradient_accumulation_steps={ga}"
+            f"each process trains on {kept[0]} roll-outs per step, not divisible by "
+            f"updates_per_generation x gradient_accumulation_steps = {u} x {ga} = {spg}"
         )
     return layout
 

@@ -43,18 +43,26 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         self.n_train = int(n_train)
         if consensus_reward.n_vote != self.n_vote:
             raise ValueError(f"reward groups of {consensus_reward.n_vote} but num_generations={self.n_vote}")
+        spg, ga = self.args.steps_per_generation, self.args.gradient_accumulation_steps
+        if spg % ga:
+            raise ValueError(f"steps_per_generation ({spg}) must be a whole number of optimiser updates of "
+                             f"gradient_accumulation_steps={ga} micro-batches")
         self.layout = check_layout(Layout(
             prompts_per_step=self.args.generation_batch_size // self.n_vote,
             n_vote=self.n_vote,
             n_train=self.n_train,
             num_processes=self.accelerator.num_processes,
-            gradient_accumulation_steps=self.args.steps_per_generation,
+            gradient_accumulation_steps=ga,
+            updates_per_generation=spg // ga,
         ))
-        if self.args.steps_per_generation != self.args.gradient_accumulation_steps:
-            raise ValueError("one generation batch per optimisation step: steps_per_generation must equal gradient_accumulation_steps")
+
+    # -- 0. generation on sharded parameters ------------------------------------------------------
+    def _generate(self, prompts: list):
+        mark_sharded_for_generation(self)
+        return self._generate_with_confidence(prompts)
 
     # -- 1. confidence ------------------------------------------------------------------------
-    def _generate(self, prompts: list):
+    def _generate_with_confidence(self, prompts: list):
         (prompt_ids, completion_ids, tool_mask, completions, logprobs,
          extra_fields, images, tool_images) = super()._generate(prompts)
         if logprobs is not None:
@@ -111,6 +119,26 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         # The DAPO-style normaliser counts the tokens that actually enter the loss.
         out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         return out
+
+
+def is_sharded(trainer) -> bool:
+    """Whether the policy's parameters are split over processes (FSDP or DeepSpeed ZeRO-3)."""
+    if trainer.accelerator.num_processes < 2:
+        return False
+    return bool(trainer._dist.is_fsdp or trainer._dist.is_zero3)
+
+
+def mark_sharded_for_generation(trainer) -> None:
+    """Make transformers' ``generate`` run with ``synced_gpus`` on an FSDP2-sharded policy.
+
+    ``generate`` turns ``synced_gpus`` on by itself only for modules carrying
+    ``_is_fsdp_managed_module`` (set by transformers' own FSDP2 loader, not by accelerate's
+    ``fully_shard`` path). Without it a process whose sequences end first stops calling the model
+    while the others still all-gather its parameter shards: the job hangs. This covers TRL's own
+    HF-generation path (training without vLLM) and concord's validation alike.
+    """
+    if is_sharded(trainer) and trainer._dist.is_fsdp:
+        trainer.accelerator.unwrap_model(trainer.model_wrapped)._is_fsdp_managed_module = True
 
 
 def _mean_finite(values) -> float:

@@ -1,0 +1,124 @@
+"""CPU proxy of a GPU node's training job: two processes, FSDP2-sharded policy, real entry point.
+
+``accelerate launch`` with ``config/accelerate/fsdp.yaml`` (the file the cluster jobs use) starts
+two processes of ``python -m concord train``; the shim in ``tests/support/fsdp_on_cpu`` makes
+accelerate shard the policy with ``fully_shard`` over gloo instead of silently falling back to
+data parallelism on CPU, and the test checks that the parameters really are DTensor shards.
+The run validates at step 0 and after each of 2 steps on 3 questions (shards of 2 and 1: unequal
+unless padded) with one prompt per ``generate`` call, and saves the final model. Without
+``synced_gpus`` and equal validation shards the processes' collectives stop pairing up at the
+step-0 validation: gloo aborts ("distributed collective mismatch"), NCCL on a GPU node hangs; the
+timeout turns a hang into a failure too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from concord.data import write_questions
+from concord.io import read_jsonl
+from concord.rl.tiny import build_boxed_tiny_model
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SHIM = REPO / "tests" / "support" / "fsdp_on_cpu"
+TIMEOUT_S = 420  # a healthy run takes about a minute on 2 cores; a hang must fail, not stall CI
+CONSENSUS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
+QUESTIONS = [
+    {"id": f"q{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1), "level": 1, "subject": "arith",
+     "source": "test"}
+    for i in range(6)
+]
+TRAINING = {
+    "n_vote": 4, "n_train": 2, "prompts_per_step": 2, "learning_rate": 5e-3, "max_steps": 2,
+    "max_completion_length": 12, "gradient_checkpointing": False, "gpus": 0, "eval_every": 1, "eval_at_start": True,
+    "val_questions": 3, "val_k": 2, "val_max_new_tokens": 12, "val_batch_size": 1, "save_every": 1,
+    "warmup_ratio": 0.0, "lr_scheduler": "constant", "updates_per_generation": 2,
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fsdp_launch(root: Path, model_dir: Path, questions: Path, *, arm: str, task: str, training: dict,
+                consensus: dict, extra: list[str] = ()) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run ``concord train`` as 2 FSDP2 processes on CPU; kill the whole group on timeout."""
+    out = root / "results" / "train" / arm
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(REPO / "config/accelerate/fsdp.yaml"),
+           "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port()),
+           "-m", "concord", "train", "--model-dir", str(model_dir), "--questions", str(questions), "--out", str(out),
+           "--checkpoint-dir", str(root / "ckpt" / arm), "--arm", arm, "--seed", "0", "--training",
+           json.dumps(training), "--consensus", json.dumps(consensus), "--evaluation",
+           json.dumps({"temperature": 0.6, "top_p": 0.95}), "--task", task, "--threads", "1", *extra]
+    env = {**os.environ, "CONCORD_FSDP_ON_CPU": "1", "OMP_NUM_THREADS": "1",
+           "CONCORD_RESULTS_DIR": str(root / "results"),
+           "PYTHONPATH": os.pathsep.join([str(SHIM), str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"2-process FSDP training did not finish in {TIMEOUT_S} s (hang):\n{output[-4000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, output, ""), out
+
+
+def assert_sharded_and_in_step(output: str, steps: int) -> None:
+    """Both processes ran FSDP2 with DTensor parameters and logged identical validation numbers."""
+    sharding = re.findall(r"process (\d) of 2: distributed type (\w+), policy (\w+), (\d+) of (\d+) parameter", output)
+    assert sorted(int(p) for p, *_ in sharding) == [0, 1], output[-3000:]
+    for _, dist, cls, n_sharded, n_params in sharding:
+        assert dist == "FSDP" and cls.startswith("FSDP"), (dist, cls)
+        assert int(n_sharded) == int(n_params) > 0, "parameters are not DTensor shards: not FSDP"
+    assert "find_unused_parameters" not in output  # DDP's warning: the run fell back to data parallelism
+    vals = re.findall(r"process (\d): step (\d+) validation pass@1 ([0-9.]+) on (\d+) question", output)
+    by_process = {p: [(int(s), v, int(n)) for q, s, v, n in vals if q == p] for p in ("0", "1")}
+    assert [s for s, _, _ in by_process["0"]] == list(range(steps + 1)), output[-3000:]
+    assert by_process["0"] == by_process["1"]  # gathered: the same numbers on both processes
+    assert all(n == 3 for _, _, n in by_process["0"])  # every validation question counted once
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fsdp")
+    model = build_boxed_tiny_model(root / "model")
+    write_questions(root / "questions.jsonl", QUESTIONS)
+    return root, model
+
+
+def test_fsdp_training_validates_in_lock_step_and_saves_in_the_training_dtype(tiny):
+    root, model_dir = tiny
+    proc, out = fsdp_launch(root, model_dir, root / "questions.jsonl", arm="core", task="math", training=TRAINING,
+                            consensus=CONSENSUS)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert_sharded_and_in_step(proc.stdout, steps=2)
+    rows = read_jsonl(out / "log.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2] and all("val_pass_at_1" in r for r in rows)
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["num_processes"] == 2 and prov["steps"] == 2 and prov["dtype"] == "float32"
+
+    # The final save gathered the shards into one full model that loads and matches its config.
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    weights = load_file(str(out / "model.safetensors"))
+    start = load_file(str(Path(model_dir) / "model.safetensors"))
+    assert weights.keys() == start.keys()
+    assert all(weights[k].shape == start[k].shape and weights[k].dtype == start[k].dtype for k in start)
+    assert any(not (weights[k] == start[k]).all() for k in start)  # trained
+    assert json.loads((out / "config.json").read_text())["dtype"] == "float32"
+    AutoModelForCausalLM.from_pretrained(str(out))

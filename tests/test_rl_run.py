@@ -1,0 +1,122 @@
+"""Pure parts of a training run: validation hold-out and shards, early stopping, prompt budget,
+vLLM context sizing, the saved dtype."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from concord.rl.run import (
+    EarlyStopping,
+    cast_state_dict,
+    drop_tied_copies,
+    check_prompt_budget,
+    equal_shard,
+    holdout_split,
+)
+from concord.engines.vllm import check_context, context_length
+
+QUESTIONS = [{"id": f"q{i}", "prompt": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(20)]
+
+
+# --------------------------------------------------------------------------- hold-out split
+def test_holdout_split_is_disjoint_stable_and_the_same_whatever_the_order():
+    train, val = holdout_split(QUESTIONS, 0.25)
+    assert len(val) == 5 and len(train) == 15
+    assert not {q["id"] for q in train} & {q["id"] for q in val}
+    assert [q["id"] for q in train] == [q["id"] for q in QUESTIONS if q in train]  # input order kept
+    train2, val2 = holdout_split(list(reversed(QUESTIONS)), 0.25)
+    assert {q["id"] for q in val2} == {q["id"] for q in val}
+    # Adding questions never moves a held-out one into training unless it is displaced by a
+    # question ranking lower: the split depends only on ids.
+    more = QUESTIONS + [{"id": f"x{i}", "prompt": "p", "answer": "1"} for i in range(20)]
+    _, val3 = holdout_split(more, 0.25)
+    assert len(val3) == 10
+
+
+def test_holdout_split_none_validates_on_the_training_questions():
+    train, val = holdout_split(QUESTIONS, None)
+    assert train == val == QUESTIONS
+
+
+@pytest.mark.parametrize("fraction, n, expected", [(0.01, 20, 1), (0.99, 20, 19), (0.5, 3, 2)])
+def test_holdout_split_keeps_at_least_one_on_each_side(fraction, n, expected):
+    train, val = holdout_split(QUESTIONS[:n], fraction)
+    assert len(val) == expected and len(train) == n - expected
+
+
+def test_holdout_split_errors():
+    with pytest.raises(ValueError, match="at least 2 questions"):
+        holdout_split(QUESTIONS[:1], 0.5)
+    with pytest.raises(ValueError, match=r"in \(0, 1\)"):
+        holdout_split(QUESTIONS, 1.0)
+
+
+# --------------------------------------------------------------------------- equal shards
+@pytest.mark.parametrize("n, world", [(3, 2), (5, 4), (1, 2), (8, 8), (7, 3)])
+def test_equal_shards_have_one_size_and_cover_every_item_once(n, world):
+    items = list(range(n))
+    shards = [equal_shard(items, r, world) for r in range(world)]
+    assert len({len(s) for s, _ in shards}) == 1  # same number of generate calls on every process
+    real = sorted(x for s, k in shards for x in s[:k])
+    assert real == items
+
+
+def test_equal_shard_of_nothing_and_a_bad_rank():
+    assert equal_shard([], 0, 2) == ([], 0)
+    with pytest.raises(ValueError, match="outside a world of 2"):
+        equal_shard([1], 2, 2)
+
+
+# --------------------------------------------------------------------------- early stopping
+def test_early_stopping_waits_patience_validations_without_a_gain_above_min_delta():
+    stop = EarlyStopping(patience=2, min_delta=0.01)
+    assert not stop.update(0, 0.10)  # baseline
+    assert not stop.update(5, 0.20)  # gain
+    assert not stop.update(10, 0.205)  # within min_delta: no gain (1)
+    assert stop.update(15, 0.19)  # no gain (2): stop
+    assert stop.summary() == {"patience": 2, "min_delta": 0.01, "best_step": 5, "best_val_pass_at_1": 0.20,
+                              "stopped_at": 15}
+
+
+def test_early_stopping_resets_on_a_gain_and_never_stops_without_patience():
+    stop = EarlyStopping(patience=2)
+    for step, value in [(0, 0.1), (1, 0.1), (2, 0.3), (3, 0.3)]:
+        assert not stop.update(step, value)
+    assert stop.update(4, 0.2)
+    never = EarlyStopping(None)
+    assert not any(never.update(s, 0.0) for s in range(100))
+    with pytest.raises(ValueError, match="patience must be >= 1"):
+        EarlyStopping(0)
+
+
+# --------------------------------------------------------------------------- budgets
+def test_prompt_budget_names_the_longest_offenders():
+    assert check_prompt_budget({"a": 10, "b": 512}, 512) == 512
+    with pytest.raises(ValueError, match=r"1 prompt\(s\) exceed training.max_prompt_length=512 tokens \(longest: b: 513\)"):
+        check_prompt_budget({"a": 10, "b": 513}, 512)
+
+
+def test_vllm_context_is_prompt_plus_the_longest_completion_and_is_checked():
+    assert context_length(512, 3072) == 3584
+    assert context_length(1024, 3072, 8192) == 9216
+    with pytest.raises(ValueError, match="completion budget"):
+        context_length(512)
+    check_context([100, 1024], 3072, 4096)
+    with pytest.raises(ValueError, match="a prompt of 1025 tokens \\+ max_new_tokens=3072 exceeds the engine's max_model_len=4096"):
+        check_context([1025], 3072, 4096)
+
+
+# --------------------------------------------------------------------------- saved dtype
+def test_cast_state_dict_casts_floats_only():
+    sd = {"w": torch.ones(2, dtype=torch.float32), "steps": torch.tensor([3]), "h": torch.ones(1, dtype=torch.float16)}
+    out = cast_state_dict(sd, "bfloat16")
+    assert out["w"].dtype == out["h"].dtype == torch.bfloat16 and out["steps"].dtype == torch.int64
+
+
+def test_drop_tied_copies_keeps_the_source_and_untied_weights():
+    emb = torch.arange(6.0).view(3, 2)
+    sd = {"model.embed_tokens.weight": emb, "lm_head.weight": emb.clone(), "x": torch.ones(1)}
+    assert set(drop_tied_copies(sd, {"lm_head.weight": "model.embed_tokens.weight"})) == {"model.embed_tokens.weight", "x"}
+    untied = {**sd, "lm_head.weight": emb + 1}  # trained apart: not a copy, kept
+    assert "lm_head.weight" in drop_tied_copies(untied, {"lm_head.weight": "model.embed_tokens.weight"})
