@@ -18,6 +18,7 @@ rule train:
         log=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/log.jsonl",
         groups=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/groups.jsonl",
         provenance=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/provenance.json",
+        validation=f"{RESULTS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}/validation.csv",
     wildcard_constraints:
         arm=alternatives(ARMS),
     params:
@@ -51,6 +52,7 @@ rule train:
             " --threads {threads} > {log:q} 2>&1"
             " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/groups.jsonl {output.groups:q}"
             " && mv {output.model:q}/provenance.json {output.provenance:q}"
+            " && mv {output.model:q}/validation.csv {output.validation:q}"
         )
 
 
