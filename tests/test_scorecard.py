@@ -152,11 +152,16 @@ def test_synthetic_tree_is_judged_cell_by_cell(results, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["papers"]["core"]["within"] == sum(v == "within" for v in core.values())
     assert summary["papers"]["core"]["printed"] == len(load_printed("core"))
+    # The SmolLM2 row (5 arms, 4 deltas) and the two overall means the paper does not print (EC, CISC).
+    assert summary["papers"]["core"]["unprinted"] == 11
+
     md = (out / "core.md").read_text()
     assert "| Qwen2.5-Math-1.5B / MATH-500 | CoRE (ours) | 77.0 ± 1.5 (std) | 72.00 ± 1.5 (std, 3 seeds) | -5.00 |" \
         " outside |" in md
     # The SmolLM2 row has no printed counterpart and says why.
-    assert "pass_at_1:smollm2-135m:synthetic:core" in md and "smollm2-135m is not one of the paper's" in md
+    assert "| pass_at_1:smollm2-135m:synthetic:core | 10.00 ± 0.0 (std, 1 seed) | different setting: " \
+        "smollm2-135m, synthetic not in the paper |" in md
+    assert "| overall_mean_delta:ec | 30.45 | the paper prints no number here |" in md
     html = (out / "core.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and 'class="outside"' in html and "Mean Δ vs. Base" in html
 

@@ -63,7 +63,7 @@ def build(files: Iterable[str | Path], results_dir: str | Path, config: Mapping,
         specific, general = link_cells(paper, cells, paper_fidelity)
         for row in rows:
             row.fidelity = specific[row.cell.id]
-        counts[paper] = summary(rows)
+        counts[paper] = {**summary(rows), "unprinted": len(unprinted)}
         own = [a for a in anomalies if a["paper"] == paper]
         frame = scorecard_frame(rows)
         written.append(io.write_text(out / f"{paper}.csv", frame.to_csv(index=False, lineterminator="\n")))

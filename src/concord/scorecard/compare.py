@@ -116,15 +116,13 @@ def summary(rows: Sequence[Row]) -> dict[str, int]:
 
 
 def unprinted_reason(record: Reproduced, cells: Sequence[PrintedCell]) -> str:
-    """Why a produced number has no printed counterpart: another model/benchmark, or unprinted."""
+    """Why a produced number has no printed counterpart: a model or benchmark the paper does not
+    have (another setting), or a quantity the paper does not print (e.g. EC's overall mean)."""
+    known = {piece for cell in cells for part in cell.measure.split(":") for piece in part.split("+")}
     parts = record.measure.split(":")
-    kind = parts[0]
-    same_kind = [c.measure.split(":") for c in cells if c.measure.split(":")[0] == kind]
-    if not same_kind:
+    if parts[0] not in known:
         return "the paper prints no such quantity"
-    for i, value in enumerate(parts[1:], start=1):
-        known = {p[i] for p in same_kind if len(p) > i}
-        if value not in known and known:
-            return f"different setting: {value} is not one of the paper's ({', '.join(sorted(known)[:4])}" + \
-                   (", …)" if len(known) > 4 else ")")
+    foreign = [p for p in parts[1:] if p not in known and not p.replace(".", "").isdigit()]
+    if foreign:
+        return f"different setting: {', '.join(foreign)} not in the paper"
     return "the paper prints no number here"

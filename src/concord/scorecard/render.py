@@ -260,7 +260,8 @@ def summary_records(counts: Mapping[str, Mapping[str, int]], ext: str) -> list[d
     out = []
     for paper, c in counts.items():
         out.append({"Paper": PAPERS[paper], "Page": f"{paper}.{ext}", "Printed numbers": str(c["printed"]),
-                    **{v.capitalize(): str(c[v]) for v in VERDICTS}})
+                    **{v.capitalize(): str(c[v]) for v in VERDICTS},
+                    "Produced, not printed": str(c.get("unprinted", 0))})
     return out
 
 
