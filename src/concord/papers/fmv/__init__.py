@@ -9,3 +9,9 @@ Tables 1-2 data), :mod:`~concord.papers.fmv.rewards` (the ``fmv``/``fmv_pointwis
 (execution vectors, Eq. 1 score, Pointwise target) are shared consensus operators
 (:mod:`concord.consensus.fmv`); sandboxed execution is :mod:`concord.execution`.
 """
+
+#: The paper this package reproduces (the specification the project was built from).
+PAPER = {
+    "title": "Majority Voting for Code Generation",
+    "spec": "shared/seeds/003_8c07f649c8f260e5.txt",
+}

@@ -7,4 +7,11 @@ live in the sibling modules.
 
 from concord.papers.scmoa.pipeline import SCMoAResult, run_scmoa
 
-__all__ = ["SCMoAResult", "run_scmoa"]
+#: The paper this package reproduces (the specification the project was built from).
+PAPER = {
+    "title": "Beyond Consensus: Trace-Level Synthesis in Mixture of Agents",
+    "arxiv": "2605.29116",
+    "spec": "shared/seeds/004_b0681c21c58f45f9.txt",
+}
+
+__all__ = ["PAPER", "SCMoAResult", "run_scmoa"]
