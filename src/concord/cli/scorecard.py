@@ -25,7 +25,7 @@ def _config(args: argparse.Namespace) -> dict:
         if not isinstance(config, dict):
             raise SystemExit("--config-json must be a JSON object (the workflow config)")
         return config
-    from concord.cli.report import load_config
+    from concord.config import load_config
 
     return load_config(args.config)
 

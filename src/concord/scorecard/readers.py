@@ -88,6 +88,18 @@ def _section(config: Mapping, *path: str) -> Mapping:
     return node if isinstance(node, Mapping) else {}
 
 
+def _resolved(config: Mapping, path: str) -> Mapping:
+    """A config section with the schema's defaults filled in (what the workflow runs with), as
+    concord.config resolves it; the section as given where the schema cannot resolve it."""
+    from concord.config import resolve
+
+    values = _section(config, *path.split("."))
+    try:
+        return resolve(path, values)
+    except (KeyError, ValueError):
+        return values
+
+
 def _require(frame: pd.DataFrame, columns: Iterable[str], path: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -106,7 +118,7 @@ def _finite(value) -> float | None:
 
 
 def core_setting(config: Mapping) -> dict[str, str]:
-    evaluation, training = _section(config, "evaluation"), _section(config, "training")
+    evaluation, training = _resolved(config, "evaluation"), _resolved(config, "training")
     return {
         "eval_k": fmt_setting(evaluation.get("k")),
         "temperature": fmt_setting(evaluation.get("temperature")),
@@ -243,7 +255,7 @@ def fmv_ttrl_cell(config: Mapping) -> tuple[str, str]:
 
 
 def fmv_setting(config: Mapping) -> dict[str, str]:
-    sampling = _section(config, "fmv", "sampling")
+    sampling = _resolved(config, "fmv.sampling")
     return {"n": fmt_setting(sampling.get("n")), "temperature": fmt_setting(sampling.get("temperature")),
             "top_p": fmt_setting(sampling.get("top_p"))}
 
@@ -312,8 +324,8 @@ def read_fmv_figure2(path: Path, rel: str, config: Mapping, benchmark: str) -> l
 
 
 def scmoa_setting(config: Mapping, n_questions: int) -> dict[str, str]:
-    scmoa = _section(config, "scmoa")
-    sampling = _section(config, "scmoa", "sampling")
+    scmoa = _resolved(config, "scmoa")
+    sampling = _resolved(config, "scmoa.sampling")
     return {"n_questions": str(n_questions), "temperature": fmt_setting(sampling.get("temperature")),
             "N": fmt_setting(scmoa.get("n")), "k": fmt_setting(scmoa.get("k")), "sc_k": fmt_setting(scmoa.get("sc_k"))}
 
