@@ -12,6 +12,7 @@ rule rollouts:
         engine=as_json(ENGINE),
         model_spec=model_spec,
         task=lambda wc: task_of(wc.benchmark),
+        answers=as_json(section("answers")),
         cache=lambda wc: f"{CACHE}/rollouts/{wc.model}/{wc.benchmark}/seed{wc.seed}",
     threads: 2
     log:
@@ -28,6 +29,7 @@ rule rollouts:
         audited(
             "python -m concord core-rollouts --model-dir {input.model:q} --questions {input.questions:q}"
             " --out {output:q} --seed {wildcards.seed} --rollouts {params.rollouts:q} --engine {params.engine:q}"
-            " --model-spec {params.model_spec:q} --task {params.task} --cache-dir {params.cache:q}"
+            " --model-spec {params.model_spec:q} --task {params.task} --answers {params.answers:q}"
+            " --cache-dir {params.cache:q}"
             " --threads {threads} > {log:q} 2>&1"
         )

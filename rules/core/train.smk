@@ -24,6 +24,7 @@ rule train:
     params:
         training=as_json(TRAIN),
         consensus=as_json(section("consensus")),
+        answers=as_json(section("answers")),
         evaluation=as_json(EVALUATION),
         model_spec=model_spec,
         task=lambda wc: task_of(wc.benchmark),
@@ -48,7 +49,8 @@ rule train:
             " -m concord train --model-dir {input.model:q} --questions {input.questions:q} --out {output.model:q}"
             " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.arm} --seed {wildcards.seed}"
             " --training {params.training:q} --consensus {params.consensus:q} --evaluation {params.evaluation:q}"
-            " --model-spec {params.model_spec:q} --task {params.task} --benchmark {wildcards.benchmark}"
+            " --answers {params.answers:q} --model-spec {params.model_spec:q} --task {params.task}"
+            " --benchmark {wildcards.benchmark}"
             " --threads {threads} > {log:q} 2>&1"
             " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/groups.jsonl {output.groups:q}"
             " && mv {output.model:q}/provenance.json {output.provenance:q}"
@@ -67,6 +69,7 @@ rule evaluate:
         engine=as_json(ENGINE),
         model_spec=model_spec,
         task=lambda wc: task_of(wc.benchmark),
+        answers=as_json(section("answers")),
     # One thread per CPU job: two evaluations share a 2-core machine better than one with two
     # OpenMP threads, which spin badly whenever the cores are contended.
     threads: 4 if ON_GPU else 1
@@ -85,7 +88,7 @@ rule evaluate:
             "python -m concord core-evaluate --model-dir {input.model:q} --questions {input.questions:q} --out {output:q}"
             " --arm {wildcards.arm} --seed {wildcards.seed} --evaluation {params.evaluation:q}"
             " --engine {params.engine:q} --model-spec {params.model_spec:q} --task {params.task}"
-            " --threads {threads} > {log:q} 2>&1"
+            " --answers {params.answers:q} --threads {threads} > {log:q} 2>&1"
         )
 
 

@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     p.add_argument("--engine", type=json_arg, required=True, help="config engine section")
     p.add_argument("--model-spec", type=json_arg, required=True, help="config models.<key> entry")
     p.add_argument("--task", default="math")
+    p.add_argument("--answers", type=json_arg, default={}, help="config answers section (answers.policy)")
     p.add_argument("--cache-dir", default=None, help="resumable chunk cache (outside declared outputs)")
     p.add_argument("--threads", type=int, default=None)
     p.set_defaults(func=cmd_rollouts)
@@ -49,11 +50,13 @@ def register(subparsers) -> None:
 
 def cmd_rollouts(args) -> int:
     from concord import provenance
+    from concord.config import resolve
     from concord.data import load_questions
     from concord.engines import load_engine
     from concord.io import write_parquet
     from concord.papers.core.rollouts import RolloutSpec, generate_rollouts
 
+    answers = resolve("answers", args.answers)
     questions = load_questions(args.questions)
     engine_cfg = dict(args.engine)
     backend = engine_cfg.pop("backend", "hf")
@@ -72,10 +75,14 @@ def cmd_rollouts(args) -> int:
         prompt_style=args.model_spec.get("prompt_style", "instruct"),
         task=args.task,
         chunk_questions=int(args.rollouts.get("chunk_questions", 8)),
+        policy=answers["policy"],
     )
     frame = generate_rollouts(engine, questions, spec, cache_dir=args.cache_dir)
-    config = {"rollouts": args.rollouts, "engine": args.engine, "model": args.model_spec, "task": args.task}
-    prov = provenance.record(step="rollouts", config=config, seed=args.seed, inputs=[args.questions], model=args.model_dir)
+    config = {"rollouts": args.rollouts, "engine": args.engine, "model": args.model_spec, "task": args.task,
+              "answers": args.answers}
+    # The resolved policy travels with the file: the offline analysis grades with it.
+    prov = provenance.record(step="rollouts", config=config, seed=args.seed, inputs=[args.questions], model=args.model_dir,
+                             answers={"policy": answers["policy"], "task": args.task})
     write_parquet(args.out, frame, metadata=prov)
     log.info("wrote %d roll-outs for %d questions to %s", len(frame), len(questions), args.out)
     register_outputs([args.out], rule="rollouts", inputs=[args.questions], config=config)
@@ -86,16 +93,19 @@ def cmd_label_accuracy(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from concord.papers.core.analysis import class_correctness, default_n_values, label_accuracy_curve, load_groups
+    from concord.papers.core.analysis import (
+        class_correctness, default_n_values, label_accuracy_curve, load_answer_policy, load_groups,
+    )
     from concord.papers.core.figures import plot_label_accuracy
     from concord.reporting import write_table
 
     groups = load_groups(args.rollouts)
+    policy, task = load_answer_policy(args.rollouts)
     n_max = min(len(g["answers"]) for g in groups)
     n_values = args.analysis.get("n_values") or default_n_values(n_max)
     n_values = sorted({n for n in n_values if n <= n_max} | {n_max})
     summary = label_accuracy_curve(
-        groups, class_correctness(groups), n_values, int(args.analysis.get("n_subsamples", 50)), args.seed,
+        groups, class_correctness(groups, policy, task), n_values, int(args.analysis.get("n_subsamples", 50)), args.seed,
         consensus=args.consensus,
     )
     write_table(summary, args.table, caption=f"Pseudo-label accuracy versus N. {args.title}")
@@ -107,14 +117,16 @@ def cmd_label_accuracy(args) -> int:
 
 def cmd_recovery(args) -> int:
     from concord import provenance
-    from concord.papers.core.analysis import class_correctness, diagnose, load_groups, recovery_summary
+    from concord.papers.core.analysis import class_correctness, diagnose, load_answer_policy, load_groups, recovery_summary
     from concord.io import write_json, write_text
     from concord.reporting import write_csv
 
     groups = load_groups(args.rollouts)
-    diag = diagnose(groups, class_correctness(groups), args.consensus)
+    policy, task = load_answer_policy(args.rollouts)
+    diag = diagnose(groups, class_correctness(groups, policy, task), args.consensus)
     summary = recovery_summary(diag, tau=float(args.consensus.get("tau", 0.25)))
-    summary["provenance"] = provenance.record(step="recovery", config={"consensus": args.consensus}, inputs=[args.rollouts])
+    summary["provenance"] = provenance.record(step="recovery", config={"consensus": args.consensus}, inputs=[args.rollouts],
+                                              answers={"policy": policy, "task": task})
     write_csv(diag, args.questions_out)
     write_json(args.summary_out, summary)
     write_text(args.markdown_out, recovery_markdown(summary))

@@ -16,22 +16,25 @@ def register(subparsers) -> None:
     p.add_argument("--engine", type=json_arg, default={}, help="config engine section as JSON")
     p.add_argument("--model-spec", type=json_arg, default={}, help="config models.<key> entry (prompt_style)")
     p.add_argument("--task", default="math")
+    p.add_argument("--answers", type=json_arg, default={}, help="config answers section (answers.policy)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (hf backend)")
     p.set_defaults(func=cmd_evaluate)
 
 
 def cmd_evaluate(args) -> int:
+    from concord.config import resolve
     from concord.papers.core.evaluation import evaluate
 
+    policy = resolve("answers", args.answers)["policy"]
     engine = dict(args.engine)
     if engine.get("backend", "hf") == "hf" and args.threads:
         engine["threads"] = args.threads
     config = {"evaluation": args.evaluation, "engine": args.engine, "model": args.model_spec, "task": args.task,
-              "arm": args.arm}
+              "arm": args.arm, "answers": args.answers}
     evaluate(
         model_dir=args.model_dir, questions_path=args.questions, out_path=args.out, seed=args.seed,
         evaluation=args.evaluation, engine=engine, prompt_style=args.model_spec.get("prompt_style", "instruct"),
-        task=args.task, arm=args.arm, provenance_config=config,
+        task=args.task, arm=args.arm, answers_policy=policy, provenance_config=config,
     )
     register_outputs([args.out], rule="evaluate", inputs=[args.questions], config=config)
     return 0

@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--training", type=json_arg, default={}, help="config training section as JSON")
     p.add_argument("--consensus", type=json_arg, default={}, help="config consensus section as JSON")
+    p.add_argument("--answers", type=json_arg, default={}, help="config answers section (answers.policy) as JSON")
     p.add_argument("--evaluation", type=json_arg, default={}, help="config evaluation section (validation sampling)")
     p.add_argument("--model-spec", type=json_arg, default={}, help="config models.<key> entry (prompt_style)")
     p.add_argument("--task", default="math")
@@ -48,12 +49,13 @@ def cmd_train(args) -> int:
     config = {
         "training": args.training, "consensus": args.consensus, "evaluation": args.evaluation,
         "model": args.model_spec, "task": args.task, "arm": args.arm, "benchmark": args.benchmark,
+        "answers": args.answers,
     }
     out = train(
         model_dir=args.model_dir, questions_path=args.questions, out_dir=args.out, checkpoint_dir=args.checkpoint_dir,
         arm=args.arm, seed=args.seed, training=args.training, consensus=args.consensus, evaluation=args.evaluation,
         prompt_style=args.model_spec.get("prompt_style", "instruct"), task=args.task, benchmark=args.benchmark,
-        provenance_config=config,
+        provenance_config=config, answers=args.answers,
     )
     import os
 

@@ -37,9 +37,12 @@ def math_diagnostics(
         if g.question_id not in gold_by_id:
             raise KeyError(f"no gold answer for question {g.question_id!r} (diagnostics only)")
         gold = gold_by_id[g.question_id]
-        truth = np.array([grade(a, gold) for a in g.answers], dtype=bool)
+        # Grade what was written (``graded``), never TTRL's lossy vote string; the label is the
+        # answer of the first roll-out that gave it, so it is graded as that roll-out wrote it.
+        graded = g.graded if getattr(g, "graded", None) is not None else g.answers
+        truth = np.array([grade(a, gold) for a in graded], dtype=bool)
         pseudo = np.asarray(g.rewards) > 0
-        label_ok.append(bool(g.label is not None and grade(g.label, gold)))
+        label_ok.append(bool(g.label is not None and grade(graded[list(g.answers).index(g.label)], gold)))
         reward_ok.extend((pseudo == truth).tolist())
         correct.extend(truth.tolist())
         ratios.append(majority_ratio(g.classes if g.classes is not None else _classes_by_text(g.answers)))

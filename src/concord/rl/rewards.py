@@ -48,6 +48,8 @@ class GroupInput:
     confidences: np.ndarray
     context: dict[str, Any] = field(default_factory=dict)  # non-gold dataset fields (e.g. public tests)
     params: dict[str, Any] = field(default_factory=dict)  # the config's consensus section
+    answer_policy: str = "strict"  # answers.policy: how a math scorer reads answers from the texts
+    task: str = "math"  # the benchmark's task (multiple-choice answers reduce to their letter)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class GroupScore:
     label: str | None  # the pseudo-label (answer text), None when no roll-out produced one
     answers: list[str | None]  # each roll-out's extracted answer (None = no answer)
     classes: list[int] | None = None  # answer-equivalence class per roll-out (-1 = no answer)
+    graded: list[str | None] | None = None  # each answer as written, what gold diagnostics grade (None: answers)
 
 
 #: A scorer scores one whole question's group (``GroupInput -> GroupScore``); a *batched* scorer
@@ -102,15 +105,17 @@ def available_arms() -> list[str]:
 
 
 def math_scorer(arm: str) -> BatchScorer:
-    """The consensus-library scorer for a math arm: extract \\boxed{} answers, score the groups."""
+    """The consensus-library scorer for a math arm: read each group's answers with its answer
+    policy (:func:`concord.answers.extract_answer`; under ``ttrl`` the empty answer votes), score
+    the groups."""
 
     def score(groups: list[GroupInput]) -> list[GroupScore]:
-        from concord.answers import extract_boxed
+        from concord.answers import extract_answer, graded_answer
         from concord.consensus import score_groups
 
         if not groups:
             return []
-        answers = [[extract_boxed(t) for t in g.texts] for g in groups]
+        answers = [[extract_answer(t, g.answer_policy, task=g.task) for t in g.texts] for g in groups]
         params = groups[0].params
         results = score_groups(arm, [
             {"answers": a, "texts": list(g.texts), "confidences": np.asarray(g.confidences, dtype=float)}
@@ -122,8 +127,9 @@ def math_scorer(arm: str) -> BatchScorer:
                 # w_q = 1 for the vote arms by definition (paper 3.2): only graph arms gate.
                 gate=float(r.gate) if arm in GATED_ARMS else 1.0,
                 label=r.label, answers=a, classes=[int(c) for c in r.classes],
+                graded=[graded_answer(t, g.answer_policy, task=g.task) for t in g.texts],
             )
-            for a, r in zip(answers, results)
+            for a, r, g in zip(answers, results, groups)
         ]
 
     score.__name__ = f"score_{arm}"
@@ -146,6 +152,7 @@ class GroupRecord:
     gate: float
     label: str | None
     kept: list[bool] = field(default_factory=list)
+    graded: list[str | None] | None = None  # answers as written (differ from ``answers`` under policy ttrl)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -169,6 +176,9 @@ def score_batch(
     n_vote: int,
     params: dict,
     scorer: BatchScorer | None = None,
+    *,
+    answer_policy: str = "strict",
+    task: str = "math",
 ) -> ScoredBatch:
     """Score a global batch of contiguous groups of ``n_vote`` roll-outs, one whole group at a time."""
     n = len(texts)
@@ -188,7 +198,7 @@ def score_batch(
         inputs.append(GroupInput(
             question_id=str(question_ids[start]), texts=list(texts[start:start + n_vote]),
             confidences=np.asarray(confidences[start:start + n_vote], dtype=float),
-            context=dict(contexts[start]), params=dict(params),
+            context=dict(contexts[start]), params=dict(params), answer_policy=answer_policy, task=task,
         ))
     scores = scorer(inputs)
     if len(scores) != len(inputs):
@@ -209,6 +219,7 @@ def score_batch(
             classes=None if score.classes is None else [int(c) for c in score.classes],
             confidences=[float(c) for c in group.confidences], rewards=[float(x) for x in r],
             gate=float(score.gate), label=score.label,
+            graded=None if score.graded is None else list(score.graded),
         ))
     return ScoredBatch(rewards=rewards, gates=gates, groups=groups)
 
@@ -231,10 +242,15 @@ class ConsensusReward:
     with it) and every batch is queued in :attr:`pending` for the per-step log.
     """
 
-    def __init__(self, arm: str, n_vote: int, params: dict | None = None, scorer: BatchScorer | None = None):
+    def __init__(self, arm: str, n_vote: int, params: dict | None = None, scorer: BatchScorer | None = None, *,
+                 answer_policy: str = "strict", task: str = "math"):
+        from concord.answers import check_policy
+
         self.arm = arm
         self.n_vote = int(n_vote)
         self.params = dict(params or {})
+        self.answer_policy = check_policy(answer_policy)
+        self.task = task
         self.scorer = scorer or get_scorer(arm)
         self.__name__ = f"consensus_{arm}"  # TRL names the reward column after the function
         self.last_batch: ScoredBatch | None = None
@@ -265,6 +281,7 @@ class ConsensusReward:
             payload[0] = score_batch(
                 self.arm, [g[0] for g in gathered], [g[1] for g in gathered], [g[2] for g in gathered],
                 [g[3] for g in gathered], self.n_vote, self.params, scorer=self.scorer,
+                answer_policy=self.answer_policy, task=self.task,
             )
         if state.num_processes > 1:
             broadcast_object_list(payload, from_process=0)

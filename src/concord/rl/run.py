@@ -245,7 +245,8 @@ def _generation_model(trainer):
 
 
 def validation_pass_at_1(trainer, questions: Sequence[dict], *, task: str = "math", prompt_style: str, k: int,
-                         temperature: float, top_p: float, max_new_tokens: int, seed: int, batch_size: int) -> dict:
+                         temperature: float, top_p: float, max_new_tokens: int, seed: int, batch_size: int,
+                         answer_policy: str | None = None) -> dict:
     """mean@k of the current policy on ``questions`` (sharded evenly over processes, gathered).
 
     Every process returns the same numbers. Under FSDP the processes generate in lock-step
@@ -259,7 +260,7 @@ def validation_pass_at_1(trainer, questions: Sequence[dict], *, task: str = "mat
     from concord.rl.tasks import get_task
     from concord.rl.trainer import is_sharded, mark_sharded_for_generation
 
-    hooks = get_task(task)
+    hooks = get_task(task, answer_policy)
     acc = trainer.accelerator
     shard, n_real = equal_shard(questions, acc.process_index, acc.num_processes)
     params = SamplingParams(n=k, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
@@ -343,7 +344,7 @@ class TrainingMonitor(_callback_base()):
 
     def __init__(self, trainer_ref, reward, run_log: RunLog, questions_by_id, val_questions, val_cfg: dict,
                  eval_every: int, eval_at_start: bool, max_steps: int, *, task: str = "math",
-                 updates_per_step: int = 1, stopper: EarlyStopping | None = None):
+                 updates_per_step: int = 1, stopper: EarlyStopping | None = None, answer_policy: str | None = None):
         self.trainer_ref = trainer_ref  # a one-element list, filled once the trainer exists
         self.reward = reward
         self.run_log = run_log
@@ -354,6 +355,7 @@ class TrainingMonitor(_callback_base()):
         self.eval_at_start = eval_at_start
         self.max_steps = max_steps
         self.task = task
+        self.answer_policy = answer_policy
         self.updates = int(updates_per_step)
         self.stopper = stopper or EarlyStopping(None)
         self.row: dict = {}
@@ -375,6 +377,7 @@ class TrainingMonitor(_callback_base()):
             return {}
         t = time.time()
         out = validation_pass_at_1(self.trainer, self.val_questions, task=self.task, seed=self.val_cfg["seed"] + step,
+                                   answer_policy=self.answer_policy,
                                    **{k: v for k, v in self.val_cfg.items() if k != "seed"})
         out["val_seconds"] = round(time.time() - t, 2)
         # Every process logs its own result: they must agree (gathered), and a test checks that they do.
@@ -421,7 +424,7 @@ class TrainingMonitor(_callback_base()):
         if self._is_main() and groups:
             from concord.rl.tasks import get_task
 
-            diagnostics = get_task(self.task).diagnostics
+            diagnostics = get_task(self.task, self.answer_policy).diagnostics
             if diagnostics is not None:
                 row.update(diagnostics(groups, self.questions_by_id))
             self.run_log.append("groups", [{"step": step, **g.to_dict()} for g in groups])
@@ -610,6 +613,7 @@ def train(
     context_fields: Sequence[str] = (),
     provenance_config: Mapping[str, Any] | None = None,
     provenance_step: str = "train",
+    answers: Mapping[str, Any] | None = None,
 ) -> Path:
     """Train ``model_dir`` with the ``arm``'s consensus rewards; write ``out_dir``.
 
@@ -625,6 +629,8 @@ def train(
         training, consensus, evaluation: config sections (``consensus`` goes to the scorer as its
             parameters; ``evaluation`` sets validation sampling).
         prompt_style, task: how questions become prompts (:mod:`concord.rl.tasks`).
+        answers: the config's answers section: how the math arms read answers (``policy``), for
+            the reward, validation and diagnostics alike.
         benchmark: selects ``training.epochs_by_benchmark``.
         context_fields: extra question fields copied into the training rows for the scorer.
         provenance_config, provenance_step: what ``provenance.json`` records.
@@ -643,7 +649,8 @@ def train(
     cfg = resolve_section("training", training)
     ev = resolve_section("evaluation", evaluation)
     cons = dict(consensus or {})
-    hooks = get_task(task)
+    policy = resolve_section("answers", answers)["policy"]
+    hooks = get_task(task, policy)
     if cfg["early_stopping_patience"] is not None and int(cfg["eval_every"]) <= 0:
         raise ValueError("training.early_stopping_patience needs validation: set training.eval_every > 0")
     out_dir, checkpoint_dir = Path(out_dir), Path(checkpoint_dir)
@@ -669,7 +676,7 @@ def train(
     layout = check_layout(Layout(cfg["prompts_per_step"], cfg["n_vote"], cfg["n_train"], num_processes,
                                  cfg["gradient_accumulation_steps"], cfg["updates_per_generation"]))
     args = grpo_config(cfg, layout, checkpoint_dir=checkpoint_dir, seed=seed, max_steps=max_steps, on_gpu=on_gpu)
-    reward = ConsensusReward(arm, layout.n_vote, cons)
+    reward = ConsensusReward(arm, layout.n_vote, cons, answer_policy=policy, task=task)
     run_log = RunLog(checkpoint_dir)
     resume = last_complete_checkpoint(checkpoint_dir)
     if resume is None:
@@ -686,7 +693,7 @@ def train(
     trainer_ref: list = [None]
     monitor = TrainingMonitor(trainer_ref, reward, run_log, questions_by_id, validation_subset(held_out, cfg["val_questions"]),
                               val_cfg, cfg["eval_every"], bool(cfg["eval_at_start"]), max_steps, task=task,
-                              updates_per_step=layout.updates_per_generation, stopper=stopper)
+                              updates_per_step=layout.updates_per_generation, stopper=stopper, answer_policy=policy)
     trainer = ConsensusGRPOTrainer(
         model=str(model_dir), args=args, train_dataset=dataset, processing_class=tokenizer,
         consensus_reward=reward, n_train=layout.n_train, callbacks=[monitor],
@@ -717,7 +724,7 @@ def train(
         prov = provenance.record(
             step=provenance_step, seed=int(seed), inputs=[questions_path],
             config=dict(provenance_config or {"training": cfg, "consensus": cons, "arm": arm, "task": task,
-                                              "prompt_style": prompt_style}),
+                                              "prompt_style": prompt_style, "answers": {"policy": policy}}),
             model=str(model_dir), arm=arm, steps=steps_done, max_steps=max_steps, dtype=dtype,
             updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),
             train_questions=len(train_questions), validation_questions=len(monitor.val_questions),

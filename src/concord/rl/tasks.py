@@ -32,6 +32,8 @@ class TrainingTask:
         context: question -> its non-gold fields a reward scorer needs (e.g. a code question's
             test inputs); every value must have one type across questions (Arrow columns).
         diagnostics: (scored groups, questions by id) -> per-step logging values, or None.
+        with_policy: answer policy -> this task reading answers with that policy
+            (``answers.policy``); None for tasks whose answers are not read by a policy (code).
     """
 
     name: str
@@ -40,6 +42,7 @@ class TrainingTask:
     grade: Callable[[Sequence[Question], Sequence[Sequence[str]]], list[list[bool]]]
     context: Callable[[Question], dict[str, Any]] = field(default=lambda q: {})
     diagnostics: Callable[[Sequence, Mapping[str, Question]], dict[str, float]] | None = None
+    with_policy: Callable[[str], "TrainingTask"] | None = None
 
 
 _TASKS: dict[str, TrainingTask] = {}
@@ -51,7 +54,9 @@ def register_task(task: TrainingTask) -> TrainingTask:
     return task
 
 
-def get_task(name: str) -> TrainingTask:
+def get_task(name: str, answer_policy: str | None = None) -> TrainingTask:
+    """The task registered as ``name``; with ``answer_policy``, the variant that grades answers
+    read under that policy (tasks without answer policies ignore it)."""
     if name not in _TASKS:
         import difflib
 
@@ -61,7 +66,8 @@ def get_task(name: str) -> TrainingTask:
             f"no training task {name!r}.{hint} Known: {sorted(_TASKS)} (paper packages register theirs "
             f"when concord.papers is imported)"
         )
-    return _TASKS[name]
+    task = _TASKS[name]
+    return task.with_policy(answer_policy) if answer_policy and task.with_policy else task
 
 
 def task_names() -> list[str]:
@@ -69,7 +75,7 @@ def task_names() -> list[str]:
 
 
 # --------------------------------------------------------------------------- math tasks
-def _math_task(name: str) -> TrainingTask:
+def _math_task(name: str, policy: str = "strict") -> TrainingTask:
     def load(path):
         from concord.data import load_questions
 
@@ -81,9 +87,9 @@ def _math_task(name: str) -> TrainingTask:
         return build_messages(q["prompt"], prompt_style, name)
 
     def grade(questions: Sequence[Question], completions: Sequence[Sequence[str]]) -> list[list[bool]]:
-        from concord.answers import extract_boxed, grade as grade_answer
+        from concord.answers import grade as grade_answer, graded_answer
 
-        return [[bool(grade_answer(extract_boxed(t), q["answer"])) for t in texts]
+        return [[bool(grade_answer(graded_answer(t, policy, task=name), q["answer"])) for t in texts]
                 for q, texts in zip(questions, completions)]
 
     def diagnostics(groups, questions_by_id):
@@ -91,7 +97,8 @@ def _math_task(name: str) -> TrainingTask:
 
         return math_diagnostics(groups, {k: q["answer"] for k, q in questions_by_id.items()})
 
-    return TrainingTask(name=name, load=load, messages=messages, grade=grade, diagnostics=diagnostics)
+    return TrainingTask(name=name, load=load, messages=messages, grade=grade, diagnostics=diagnostics,
+                        with_policy=lambda p: _math_task(name, p))
 
 
 MATH = register_task(_math_task("math"))

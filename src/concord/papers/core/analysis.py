@@ -24,17 +24,22 @@ from concord.consensus.graph import affinity, node_weights
 from concord.papers.core.rollouts import groups as rollout_groups
 
 
-def class_correctness(groups: Sequence[dict]) -> list[np.ndarray]:
-    """For each question, a boolean per answer class: does its first answer grade as gold?"""
-    from concord.answers import grade
+def class_correctness(groups: Sequence[dict], policy: str = "strict", task: str = "math") -> list[np.ndarray]:
+    """For each question, a boolean per answer class: does its first answer grade as gold?
+
+    The first member's answer is graded as written (:func:`concord.answers.graded_answer` of its
+    text under the ``policy`` the answers were read with), never TTRL's lossy vote string: the
+    class label is that roll-out's answer, so a label is correct exactly when its class is.
+    """
+    from concord.answers import grade, graded_answer
 
     out = []
     for g in groups:
         n_classes = int(g["classes"].max()) + 1 if (g["classes"] >= 0).any() else 0
         correct = np.zeros(n_classes, dtype=bool)
         for c in range(n_classes):
-            rep = g["answers"][int(np.flatnonzero(g["classes"] == c)[0])]
-            correct[c] = grade(rep, g["gold"])
+            first = int(np.flatnonzero(g["classes"] == c)[0])
+            correct[c] = grade(graded_answer(g["texts"][first], policy, task=task), g["gold"])
         out.append(correct)
     return out
 
@@ -232,3 +237,10 @@ def load_groups(rollouts_path) -> list[dict]:
 
     frame = validate_rollouts(pd.read_parquet(rollouts_path), str(rollouts_path))
     return rollout_groups(frame)
+
+
+def load_answer_policy(rollouts_path) -> tuple[str, str]:
+    """(policy, task) the roll-outs' answers were read with; older files used the last box."""
+    from concord.papers.core.rollouts import answer_policy_of
+
+    return answer_policy_of(rollouts_path, default="strict")

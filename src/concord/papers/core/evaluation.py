@@ -1,9 +1,11 @@
 """pass@1 as mean@k of a model directory on a benchmark (seed 000, section 4).
 
 For every question, sample ``k`` answers (paper: k = 16, temperature 0.6, top-p 0.95, 3072 new
-tokens), extract the last ``\\boxed{}`` and grade it against the gold answer with the library's
-equivalence (:func:`concord.answers.grade`); pass@1 is the mean over questions of the fraction
-of correct samples. The same function evaluates the frozen base model and every trained
+tokens), read each answer as written under the answer policy (``answers.policy``:
+:func:`concord.answers.graded_answer` -- the last ``\\boxed{}``, or what TTRL's extractor locates)
+and grade it against the gold answer with the library's equivalence
+(:func:`concord.answers.grade`); pass@1 is the mean over questions of the fraction of correct
+samples. The same function evaluates the frozen base model and every trained
 (arm, seed): only the model directory differs.
 
 Output (``results/eval/{model}/{benchmark}/{arm}/seed{seed}.json``)::
@@ -31,11 +33,11 @@ def mean_at_k(per_question: Sequence[Mapping[str, Any]]) -> float:
     return float(sum(q["n_correct"] / q["k"] for q in per_question) / len(per_question))
 
 
-def grade_samples(question: Mapping[str, Any], texts: Sequence[str]) -> dict:
-    """One question's record: extracted answers, how many are correct."""
-    from concord.answers import extract_boxed, grade
+def grade_samples(question: Mapping[str, Any], texts: Sequence[str], policy: str = "strict", task: str = "math") -> dict:
+    """One question's record: the answers as written (what is graded), how many are correct."""
+    from concord.answers import grade, graded_answer
 
-    answers = [extract_boxed(t) for t in texts]
+    answers = [graded_answer(t, policy, task=task) for t in texts]
     correct = [bool(grade(a, question["answer"])) for a in answers]
     return {
         "id": str(question["id"]),
@@ -60,6 +62,7 @@ def evaluate(
     prompt_style: str = "instruct",
     task: str = "math",
     arm: str = "base",
+    answers_policy: str = "strict",
     chunk_size: int | None = None,
     provenance_config: Mapping[str, Any] | None = None,
 ) -> dict:
@@ -95,7 +98,7 @@ def evaluate(
         chunk_params = SamplingParams(**{**params.__dict__, "seed": params.seed * 1_000_003 + start})
         gens = eng.generate([build_messages(q["prompt"], prompt_style, task) for q in chunk], chunk_params)
         for q, samples in zip(chunk, gens):
-            per_question.append(grade_samples(q, [s.text for s in samples]))
+            per_question.append(grade_samples(q, [s.text for s in samples], answers_policy, task))
         done = len(per_question)
         log.info("evaluated %d/%d questions (%.0f s): running pass@1 %.3f", done, len(questions), time.time() - t0,
                  mean_at_k(per_question))
@@ -112,7 +115,7 @@ def evaluate(
     result["provenance"] = provenance.record(
         step="evaluate", seed=int(seed), inputs=[questions_path],
         config=dict(provenance_config or {"evaluation": ev, "engine": dict(engine or {}), "prompt_style": prompt_style,
-                                          "task": task, "arm": arm}),
+                                          "task": task, "arm": arm, "answers": {"policy": answers_policy}}),
         model=str(model_dir), model_sha256=_model_hash(model_dir),
     )
     write_json(out_path, result)

@@ -3,6 +3,11 @@
 Generation runs in chunks of questions; each finished chunk is cached outside Snakemake's
 declared outputs (``cache_dir``), so a killed job resumes where it stopped and a rerun with the
 same seed reproduces the same rows.
+
+Answers are read with the config's answer policy (``answers.policy``,
+:func:`concord.answers.extract_answer`); the policy and the task are recorded in the Parquet
+metadata (``answers``), so the offline analysis grades with the policy the answers were read
+with. A cached chunk read under another policy keeps its generations and re-reads its answers.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class RolloutSpec:
     prompt_style: str = "instruct"
     task: str = "math"
     chunk_questions: int = 8
+    policy: str = "strict"  # answers.policy: how answers are read from the texts
 
 
 def generate_rollouts(
@@ -53,6 +59,10 @@ def generate_rollouts(
             frame = pd.read_parquet(cached)
             if list(frame["question_id"].unique()) == [q["id"] for q in chunk]:
                 log.info("reusing cached chunk %s", cached)
+                if answer_policy_of(cached, default="strict") != (spec.policy, spec.task):
+                    log.info("re-reading the answers of %s with policy %r", cached, spec.policy)
+                    frame = assign_answers(frame, spec.policy, spec.task)
+                    _write_chunk(cached, frame, spec)
                 frames.append(frame)
                 continue
             log.warning("ignoring stale cache %s (questions changed)", cached)
@@ -62,31 +72,64 @@ def generate_rollouts(
         )
         conversations = [build_messages(q["prompt"], spec.prompt_style, spec.task) for q in chunk]
         generations = engine.generate(conversations, params)
-        frame = _chunk_frame(chunk, generations, spec.task)
+        frame = assign_answers(_chunk_frame(chunk, generations), spec.policy, spec.task)
         if cached is not None:
-            from concord.io import write_parquet
-
-            write_parquet(cached, frame)
+            _write_chunk(cached, frame, spec)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def _chunk_frame(questions: Sequence[dict], generations, task: str) -> pd.DataFrame:
-    from concord.answers import extract_boxed, group_answers, normalize_choice
-
+def _chunk_frame(questions: Sequence[dict], generations) -> pd.DataFrame:
     rows = []
     for q, gens in zip(questions, generations):
-        answers = [extract_boxed(g.text) for g in gens]
-        if task == "multiple_choice":
-            answers = [normalize_choice(a) if a is not None else None for a in answers]
-        classes = group_answers(answers)
-        for i, (g, a, c) in enumerate(zip(gens, answers, classes)):
+        for i, g in enumerate(gens):
             rows.append({
                 "question_id": q["id"], "rollout_idx": i, "text": g.text, "n_tokens": g.n_tokens,
-                "finish_reason": g.finish_reason, "confidence": g.mean_logprob, "answer": a,
-                "answer_class": int(c), "gold": str(q["answer"]),
+                "finish_reason": g.finish_reason, "confidence": g.mean_logprob, "answer": None,
+                "answer_class": -1, "gold": str(q["answer"]),
             })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def assign_answers(frame: pd.DataFrame, policy: str, task: str = "math") -> pd.DataFrame:
+    """``answer`` and ``answer_class`` of every roll-out read from its text under ``policy``
+    (classes per question, in order of first appearance; -1 only for an unanswered roll-out)."""
+    from concord.answers import extract_answer, group_answers_batch
+
+    frame = frame.copy()
+    answers = [extract_answer(t, policy, task=task) for t in frame["text"]]
+    positions = list(frame.groupby("question_id", sort=False).indices.values())
+    labels = group_answers_batch([[answers[i] for i in idx] for idx in positions])
+    classes = [-1] * len(answers)
+    for idx, group_labels in zip(positions, labels):
+        for i, c in zip(idx, group_labels):
+            classes[i] = int(c)
+    frame["answer"] = pd.Series(answers, index=frame.index, dtype=object)
+    frame["answer_class"] = classes
+    return frame
+
+
+def answer_policy_of(path: str | os.PathLike, default: str | None = None) -> tuple[str, str]:
+    """(policy, task) the answers of a roll-out file were read with, from its Parquet metadata.
+
+    Files written before the policy was recorded read as ``default`` (they used the last box:
+    ``"strict"``); without a default such a file is an error naming how to fix it.
+    """
+    from concord.io import read_parquet_metadata
+
+    meta = read_parquet_metadata(path)
+    answers = meta.get("answers")
+    if answers is None:
+        if default is None:
+            raise ValueError(f"{path}: no answer policy recorded; regenerate the roll-outs (snakemake --forcerun rollouts)")
+        return default, (meta.get("config") or {}).get("task", "math")
+    return answers["policy"], answers.get("task", "math")
+
+
+def _write_chunk(path: Path, frame: pd.DataFrame, spec: RolloutSpec) -> None:
+    from concord.io import write_parquet
+
+    write_parquet(path, frame, metadata={"answers": {"policy": spec.policy, "task": spec.task}})
 
 
 def validate_rollouts(frame: pd.DataFrame, where: str = "roll-outs") -> pd.DataFrame:
