@@ -52,6 +52,11 @@ def test_diagnosis_finds_the_recovery():
     assert summary["recovered"] == 1 and summary["n_questions"] == 1 and summary["regressions"] == 0
     assert summary["outnumbering_ratio"] == pytest.approx(5 / 3)
     assert summary["majority_accuracy"] == 0.5 and summary["core_accuracy"] == 1.0
+    # Appendix H's gate is averaged over the recovered questions; the mean over all is labelled.
+    gates = diag.set_index("question_id")["core_gate"]
+    assert summary["mean_gate_recovered"] == pytest.approx(gates["q0"])
+    assert summary["mean_gate_all_questions"] == pytest.approx(gates.mean())
+    assert gates["q0"] != pytest.approx(gates.mean())
     # The summary is exactly what Figure 4 reads.
     cell = RecoveryCell.from_dict(summary, model="m", benchmark="b")
     assert cell.confidence_bar < cell.vote_bar

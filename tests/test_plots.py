@@ -105,20 +105,40 @@ def test_pooled_confidence_factor_is_question_weighted_geometric_mean():
         plots.pooled_confidence_factor(_cells()[3:])
 
 
-def test_figure4_draws_both_bars_and_every_measured_cell():
+def test_figure4_draws_both_bars_and_every_measured_cell_marked_win_or_loss():
     cells = _cells()
-    fig = plots.figure4(cells)
+    outcomes = {("m0", "amc"): 2.5, ("m1", "amc"): -0.4, ("m2", "amc"): 0.0}
+    fig = plots.figure4(cells, outcomes)
     ax = fig.axes[0]
     vote, conf = ax.lines[0], ax.lines[1]
     x = np.asarray(vote.get_xdata())
     assert np.allclose(vote.get_ydata(), x)
+    assert vote.get_color().lower() == plots.VOTE_BAR_COLOR.lower()
     assert np.allclose(conf.get_ydata(), plots.pooled_confidence_factor(cells) * x)
-    points = ax.collections[0]
-    assert np.allclose(points.get_offsets(), [[1.5, 2.0], [3.0, 1.2], [4.0, 0.5]])
-    assert np.allclose(points.get_array(), [0.9, 0.6, 0.0])
+    assert conf.get_color().lower() == plots.CONFIDENCE_BAR_COLOR.lower()
+    # One point per measured cell at its measured (r, c*/c_w), one marker set per outcome.
+    by_label = {c.get_label(): np.asarray(c.get_offsets()) for c in ax.collections}
+    assert np.allclose(by_label["win: CoRE > Majority"], [[1.5, 2.0]])
+    assert np.allclose(by_label["loss: CoRE < Majority"], [[3.0, 1.2]])
+    assert np.allclose(by_label["tie"], [[4.0, 0.5]])
+    # Each cell's own confidence bar: a tick from r (vote bar) down to r e^(-delta/tau).
+    ticks = [ln for ln in ax.lines[2:] if len(ln.get_xdata()) == 2]
+    assert [tuple(np.round(t.get_ydata(), 6)) for t in ticks][0] == (1.5, round(cells[0].confidence_bar, 6))
     assert "1 without contested questions" in ax.get_title()
-    frame = plots.recovery_frame(cells)
+    frame = plots.recovery_frame(cells, outcomes)
+    assert list(frame["outcome"]) == ["win", "loss", "tie", "not evaluated"]
     assert list(frame["above_confidence_bar"]) == [True, True, False, False]
+    assert list(frame["above_vote_bar"]) == [True, False, False, False]
+    assert frame["core_minus_majority"].tolist()[:3] == [2.5, -0.4, 0.0]
+
+
+def test_core_minus_majority_reads_the_table_means():
+    rows = [("m", "amc", "majority", s, v) for s, v in ((0, 0.40), (1, 0.50))]
+    rows += [("m", "amc", "core", s, v) for s, v in ((0, 0.50), (1, 0.52))]
+    rows += [("m", "aime", "majority", 0, 0.1)]  # no CoRE evaluation: no outcome
+    frame = pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "pass_at_1"])
+    out = plots.core_minus_majority(tables.summarise(frame))
+    assert out == {("m", "amc"): pytest.approx(6.0)}
 
 
 def test_figure4_without_contested_questions_says_so():
@@ -204,9 +224,14 @@ def test_figure_inputs_are_exactly_what_each_figure_reads(tmp_path):
     assert {tables.parse_eval_path(p)["arm"] for p in f5a} == {"cisc", "core"}
     assert {tables.parse_eval_path(p)["benchmark"] for p in f5a} == {"math_l4", "math_l5"}
     assert len(plots.figure_inputs(CONFIG, "figure5b", r)) == 3 * 3 * 5 * 2
-    assert len(plots.figure_inputs(CONFIG, "figure4", r)) == 3 * 3
+    f4 = plots.figure_inputs(CONFIG, "figure4", r)
+    assert sum(p.name == "recovery.json" for p in f4) == 3 * 3  # every (model, benchmark) cell
+    assert {tables.parse_eval_path(p)["arm"] for p in f4 if p.name != "recovery.json"} == {"majority", "core"}
+    assert len(f4) == 3 * 3 + 3 * 3 * 2 * 2
     few_arms = {**CONFIG, "arms": ["majority", "core"]}
     assert plots.available_figures(few_arms) == ["figure4"]
+    with pytest.raises(ValueError, match="add majority and core"):
+        plots.figure_inputs({**CONFIG, "arms": ["cisc", "core"]}, "figure4", r)
     with pytest.raises(ValueError, match="add both to config arms"):
         plots.figure_inputs(few_arms, "figure5a", r)
     with pytest.raises(ValueError, match=r"lack \['cisc', 'ec'\]"):

@@ -1,9 +1,11 @@
 """The paper's figures 4, 5a and 5b, drawn in one shared style.
 
-* Figure 4 -- the recovery region: per (model, benchmark) the outnumbering ratio
-  ``r = m / n*`` against the measured coherence advantage ``c*/c_w``, with the vote bar
-  ``~ r`` (Prop. 2) and the confidence-lowered bar ``e^(-delta/tau) r`` (Prop. 3).
-  Input: ``analysis/{model}/{benchmark}/recovery.json`` (schema: :class:`RecoveryCell`).
+* Figure 4 -- the recovery region: one point per (model, benchmark) cell at its measured
+  outnumbering ratio ``r = m / n*`` and coherence advantage ``c*/c_w``, marked win or loss by
+  the cell's CoRE minus Majority final pass@1 (Tables 1-3), with the vote bar ``~ r`` (Prop. 2,
+  red) and the confidence-lowered bar ``e^(-delta/tau) r`` (Prop. 3, green).
+  Inputs: ``analysis/{model}/{benchmark}/recovery.json`` (schema: :class:`RecoveryCell`) and the
+  Majority and CoRE evaluations of every seed.
 * Figure 5a -- CoRE vs CISC on the MATH L4/L5 cells, with sign and Wilcoxon tests.
 * Figure 5b -- the graph x confidence factorial: mean improvement over Base of
   Majority (neither), EC (graph), CISC (confidence) and CoRE (both).
@@ -167,16 +169,49 @@ def load_recovery(path: str | Path, model: str | None = None, benchmark: str | N
     return RecoveryCell.from_dict(data, model=model, benchmark=benchmark, source=str(path))
 
 
-def recovery_frame(cells: Sequence[RecoveryCell]) -> pd.DataFrame:
+def recovery_frame(cells: Sequence[RecoveryCell], outcomes: Mapping[tuple[str, str], float] | None = None) -> pd.DataFrame:
+    """Figure 4's numbers: one row per cell, with its bars, which side of them it lies on and,
+    given ``outcomes``, its CoRE minus Majority final pass@1 (points) and win/loss/tie."""
+    outcomes = outcomes or {}
     rows = []
     for cell in cells:
         row = asdict(cell)
         row["recovered_fraction"] = cell.recovered_fraction
         row["confidence_factor"] = cell.confidence_factor if cell.measured else float("nan")
         row["confidence_bar"] = cell.confidence_bar if cell.measured else float("nan")
+        row["above_vote_bar"] = bool(cell.measured and cell.coherence_advantage > cell.vote_bar)
         row["above_confidence_bar"] = bool(cell.measured and cell.coherence_advantage > cell.confidence_bar)
+        delta = outcomes.get((cell.model, cell.benchmark))
+        row["core_minus_majority"] = float("nan") if delta is None else delta
+        row["outcome"] = _outcome(delta)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def core_minus_majority(summary: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """Per (model, benchmark): CoRE's minus Majority's final pass@1, means over seeds in points
+    (the two columns Tables 1-3 print), from :func:`tables.summarise`."""
+    means = summary["mean"]
+    out = {}
+    for model, benchmark in dict.fromkeys((m, b) for m, b, _ in summary.index):
+        if (model, benchmark, "core") in means.index and (model, benchmark, "majority") in means.index:
+            out[(model, benchmark)] = float(means[(model, benchmark, "core")] - means[(model, benchmark, "majority")])
+    return out
+
+
+def _outcome(delta: float | None) -> str:
+    if delta is None:
+        return "not evaluated"
+    return "win" if delta > 0 else "loss" if delta < 0 else "tie"
+
+
+# How Figure 4 marks a cell by CoRE minus Majority (Tables 1-3).
+OUTCOME_STYLE: dict[str, dict] = {
+    "win": {"marker": "o", "color": ARM_COLORS["core"], "label": "win: CoRE > Majority"},
+    "loss": {"marker": "X", "color": ARM_COLORS["majority"], "label": "loss: CoRE < Majority"},
+    "tie": {"marker": "s", "color": ARM_COLORS["base"], "label": "tie"},
+    "not evaluated": {"marker": "o", "color": "white", "label": "not evaluated"},
+}
 
 
 def pooled_confidence_factor(cells: Sequence[RecoveryCell]) -> float:
@@ -189,18 +224,20 @@ def pooled_confidence_factor(cells: Sequence[RecoveryCell]) -> float:
     return float(np.exp(np.average(logs, weights=weights)))
 
 
-def figure4(cells: Sequence[RecoveryCell]):
-    """Recovery region: measured (r, c*/c_w) per cell against the vote and confidence bars.
+def figure4(cells: Sequence[RecoveryCell], outcomes: Mapping[tuple[str, str], float] | None = None):
+    """Recovery region: measured (r, c*/c_w) per cell against the vote and confidence bars,
+    each point marked win, loss or tie by ``outcomes`` (CoRE minus Majority final pass@1 per
+    (model, benchmark), :func:`core_minus_majority`).
 
     Cells without contested questions have nothing to place; when no cell has any (e.g. a tiny
     model on an easy set) the figure says so instead of failing the run.
     """
     from matplotlib.lines import Line2D
 
+    outcomes = outcomes or {}
     measured = [c for c in cells if c.measured]
     r = np.array([c.outnumbering_ratio for c in measured])
     adv = np.array([c.coherence_advantage for c in measured])
-    frac = np.array([c.recovered_fraction for c in measured])
 
     fig, ax = new_figure(4.6, 3.4)
     with style():
@@ -228,14 +265,16 @@ def figure4(cells: Sequence[RecoveryCell]):
             ax.plot([cell.outnumbering_ratio] * 2, [cell.vote_bar, cell.confidence_bar],
                     color=CONFIDENCE_BAR_COLOR, lw=0.6, alpha=0.5)
             ax.plot(cell.outnumbering_ratio, cell.confidence_bar, marker="_", ms=7, color=CONFIDENCE_BAR_COLOR)
-        points = ax.scatter(r, adv, c=frac, cmap="RdYlGn", vmin=0.0, vmax=1.0, s=28,
-                            edgecolors="black", linewidths=0.5, zorder=3)
-        cbar = fig.colorbar(points, ax=ax, shrink=0.85)
-        cbar.set_label("recovered (fraction of contested questions)")
+        kinds = [_outcome(outcomes.get((c.model, c.benchmark))) for c in measured]
+        for kind, spec in OUTCOME_STYLE.items():
+            chosen = [i for i, k in enumerate(kinds) if k == kind]
+            if chosen:
+                ax.scatter(r[chosen], adv[chosen], marker=spec["marker"], color=spec["color"], s=36,
+                           edgecolors="black", linewidths=0.5, zorder=3, label=spec["label"])
         ax.set_ylim(0.0, max(float(adv.max()), x_hi) * 1.05)
         handles, _ = ax.get_legend_handles_labels()
         handles.append(Line2D([], [], color=CONFIDENCE_BAR_COLOR, marker="_", lw=0.6, label="a cell's own bar"))
-        ax.legend(handles=handles, loc="upper left")
+        ax.legend(handles=handles, loc="upper left", fontsize="small")
     return fig
 
 
@@ -400,6 +439,8 @@ def figure_problem(config: Mapping, name: str) -> str | None:
     if name not in FIGURES:
         return f"unknown figure {name!r} (expected one of {', '.join(FIGURES)})"
     arms = set(config["arms"])
+    if name == "figure4" and not {"majority", "core"} <= arms:
+        return "figure4 marks each cell by CoRE minus Majority final pass@1; add majority and core to config arms"
     if name == "figure5a":
         if not {"cisc", "core"} <= arms:
             return "figure5a compares the cisc and core arms; add both to config arms"
@@ -423,7 +464,9 @@ def figure_inputs(config: Mapping, name: str, results_dir: str | Path = "results
     models = tables.figure_models(config)
     seeds = [int(s) for s in config["seeds"]]
     if name == "figure4":
-        return [recovery_path(results_dir, m, b) for m in models for b in report_benchmarks(config)]
+        benchmarks = report_benchmarks(config)
+        return ([recovery_path(results_dir, m, b) for m in models for b in benchmarks]
+                + tables.eval_paths(results_dir, models, benchmarks, ["majority", "core"], seeds))
     if name == "figure5a":
         return tables.eval_paths(results_dir, models, fig5a_benchmarks(config), ["cisc", "core"], seeds)
     if name == "figure5b":
@@ -456,9 +499,11 @@ def make_figure(config: Mapping, name: str, results_dir: str | Path, stem: str |
     inputs = figure_inputs(config, name, results_dir)
     written: list[Path] = []
     if name == "figure4":
-        cells = [load_recovery(p) for p in inputs]
-        fig = figure4(cells)
-        data = recovery_frame(cells)
+        cells = [load_recovery(p) for p in inputs if p.name == "recovery.json"]
+        evals = tables.load_eval([p for p in inputs if p.name != "recovery.json"])
+        outcomes = core_minus_majority(tables.summarise(evals, ddof=int(report["std_ddof"])))
+        fig = figure4(cells, outcomes)
+        data = recovery_frame(cells, outcomes)
     else:
         summary = tables.summarise(tables.load_eval(inputs), ddof=int(report["std_ddof"]))
         models = tables.figure_models(config)
