@@ -16,6 +16,7 @@ from concord.execution import (
     run_programs,
 )
 from concord.execution import cgroups
+from concord.execution import runner
 from concord.execution import sandbox as sb
 
 RUN = dict(timeout_s=2.0, memory_mb=256)
@@ -222,7 +223,7 @@ def test_outputs_match_follows_livecodebench():
 def test_refuses_without_a_sandbox_unless_opted_out(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # bwrap cannot be found
     monkeypatch.delenv(sb.ENV_BACKEND, raising=False)
-    sb._probe.cache_clear()
+    runner._probe.cache_clear()
     try:
         with pytest.raises(sb.SandboxUnavailable, match="bubblewrap"):
             run_programs(["print(1)"], [""], mode="stdin", **RUN)
@@ -230,7 +231,7 @@ def test_refuses_without_a_sandbox_unless_opted_out(monkeypatch, tmp_path):
         rows = run_programs(["print(1)"], [""], mode="stdin", sandbox="none", python=python, **RUN)
         assert outputs(rows) == [["1"]]
     finally:
-        sb._probe.cache_clear()
+        runner._probe.cache_clear()
 
 
 def test_unknown_backend_is_named():

@@ -14,9 +14,10 @@ from __future__ import annotations
 import pytest
 
 from concord.execution import outputs_match, run_programs
+from concord.execution import runner
 from concord.execution import sandbox as sb
 
-pytestmark = pytest.mark.skipif(sb._probe("bwrap", sb.default_python()) is not None,
+pytestmark = pytest.mark.skipif(runner._probe("bwrap", sb.default_python()) is not None,
                                 reason="bubblewrap does not work on this machine")
 
 

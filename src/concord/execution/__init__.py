@@ -28,7 +28,8 @@ from concord.execution.normalize import (
 )
 from concord.execution.outcome import MODES, REPR_PREFIX, STATUSES, Limits, Outcome, normalize_mode
 from concord.execution.runner import run_programs, uid_block
-from concord.execution.sandbox import SandboxError, SandboxUnavailable, resolve_backend
+from concord.execution.runner import resolve_backend
+from concord.execution.sandbox import SandboxError, SandboxUnavailable
 
 __all__ = [
     "Outcome",

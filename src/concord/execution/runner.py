@@ -12,10 +12,13 @@ is trusted code), and keeps a backstop deadline of its own in case a runner stal
 from __future__ import annotations
 
 import atexit
+import functools
 import json
+import logging
 import os
 import queue
 import selectors
+import shutil
 import signal
 import subprocess
 import threading
@@ -28,9 +31,19 @@ from concord.execution import cgroups
 from concord.execution import harness as _harness
 from concord.execution.normalize import parse_call_input, to_outcome
 from concord.execution.outcome import Limits, Outcome, normalize_mode
-from concord.execution.sandbox import CGROUP_MOUNT, Backend, SandboxError, resolve_backend
+from concord.execution.sandbox import (
+    CGROUP_MOUNT,
+    ENV_BACKEND,
+    Backend,
+    SandboxError,
+    SandboxUnavailable,
+    _REMOVED,
+    default_python,
+    make_backend,
+    requested_backend,
+)
 
-__all__ = ["run_programs", "uid_block", "probe"]
+__all__ = ["run_programs", "uid_block", "probe", "resolve_backend"]
 
 _HARNESS_SOURCE = Path(_harness.__file__).read_text(encoding="utf-8")
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
@@ -48,6 +61,8 @@ _ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
+
+log = logging.getLogger(__name__)
 
 
 def uid_block() -> int:
@@ -386,3 +401,46 @@ def _validate(programs: list, inputs: list, mode: str, fn_name: str | None) -> N
                     f"inputs[{k}] is not LiveCodeBench call input (one JSON value per line): {exc}"
                 ) from exc
 
+
+# ------------------------------------------------------------------ choosing a backend
+# Here rather than in sandbox.py: probing a backend runs a real program through this module's worker.
+
+
+def resolve_backend(name: str | None = None, python: str | None = None, tmp_mb: int | None = None) -> Backend:
+    """Pick and probe a backend: ``auto`` means bubblewrap, and without a working one it
+    refuses unless ``none`` was asked for explicitly (argument or ``$CONCORD_SANDBOX=none``).
+    ``tmp_mb`` is accepted for compatibility; each child's ``/tmp`` size comes with its job."""
+    name = requested_backend(name)
+    python = python or default_python()
+    candidate = "bwrap" if name == "auto" else name
+    problem = _probe(candidate, python)
+    if problem is None:
+        return make_backend(candidate, python)
+    raise SandboxUnavailable(
+        f"no working sandbox for running generated code ({candidate}: {problem}). Install bubblewrap "
+        f"(Debian: apt-get install bubblewrap), or opt out explicitly with sandbox='none' / {ENV_BACKEND}=none "
+        "(unsafe: candidate programs then see your filesystem and network)."
+    )
+
+
+def _probe(name: str, python: str, tmp_mb: int | None = None) -> str | None:
+    """None when ``name`` can run a trivial program end to end here, else why not (cached)."""
+    return _probe_cached(name, python)
+
+
+@functools.lru_cache(maxsize=16)
+def _probe_cached(name: str, python: str) -> str | None:
+    if name in _REMOVED:
+        return _REMOVED[name]
+    if name == "bwrap" and shutil.which("bwrap") is None:
+        return "bwrap not found on PATH"
+    if name == "none":
+        log.warning("running generated code WITHOUT a sandbox (explicit opt-out)")
+        return None
+    try:
+        return probe(make_backend(name, python))
+    except SandboxError as exc:
+        return str(exc)
+
+
+_probe.cache_clear = _probe_cached.cache_clear  # type: ignore[attr-defined]

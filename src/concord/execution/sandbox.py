@@ -161,23 +161,6 @@ def requested_backend(name: str | None) -> str:
     return name
 
 
-def resolve_backend(name: str | None = None, python: str | None = None, tmp_mb: int | None = None) -> Backend:
-    """Pick and probe a backend: ``auto`` means bubblewrap, and without a working one it
-    refuses unless ``none`` was asked for explicitly (argument or ``$CONCORD_SANDBOX=none``).
-    ``tmp_mb`` is accepted for compatibility; each child's ``/tmp`` size comes with its job."""
-    name = requested_backend(name)
-    python = python or default_python()
-    candidate = "bwrap" if name == "auto" else name
-    problem = _probe(candidate, python)
-    if problem is None:
-        return make_backend(candidate, python)
-    raise SandboxUnavailable(
-        f"no working sandbox for running generated code ({candidate}: {problem}). Install bubblewrap "
-        f"(Debian: apt-get install bubblewrap), or opt out explicitly with sandbox='none' / {ENV_BACKEND}=none "
-        "(unsafe: candidate programs then see your filesystem and network)."
-    )
-
-
 def make_backend(name: str, python: str) -> Backend:
     privileged = os.geteuid() == 0
     if name == "none" and privileged and not _world_accessible(python_prefix(python)):
@@ -198,28 +181,3 @@ def _world_accessible(path: str) -> bool:
     if not (current.stat().st_mode & 0o005 == 0o005):
         return False
     return all(parent.stat().st_mode & 0o001 for parent in current.parents)
-
-
-def _probe(name: str, python: str, tmp_mb: int | None = None) -> str | None:
-    """None when ``name`` can run a trivial program end to end here, else why not (cached)."""
-    return _probe_cached(name, python)
-
-
-@functools.lru_cache(maxsize=16)
-def _probe_cached(name: str, python: str) -> str | None:
-    if name in _REMOVED:
-        return _REMOVED[name]
-    if name == "bwrap" and shutil.which("bwrap") is None:
-        return "bwrap not found on PATH"
-    if name == "none":
-        log.warning("running generated code WITHOUT a sandbox (explicit opt-out)")
-        return None
-    from concord.execution.runner import probe  # late: the runner imports this module
-
-    try:
-        return probe(make_backend(name, python))
-    except SandboxError as exc:
-        return str(exc)
-
-
-_probe.cache_clear = _probe_cached.cache_clear  # type: ignore[attr-defined]
