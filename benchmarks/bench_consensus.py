@@ -21,6 +21,9 @@ that pass is printed too). One warm-up question first:
   classes precomputed (so grouping is not counted twice), one question per call.
 * ``core (batched)``: :func:`concord.consensus.score_groups` over all questions, divided by their count.
 
+Also printed: how many questions' replicator dynamics (EC, CoRE) stop at ``t_max`` before the
+step falls below ``eps`` (the paper's eps = 1e-6, T_max = 200; docs/fidelity.md, "## CoRE").
+
 Targets on the project's 2-core machine: CoRE <= 30 ms/question, grouping <= 20 ms/question.
 The script exits 1 when a target is missed.
 """
@@ -145,11 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         run = (1000 * (time.perf_counter() - t0) / len(timed), 1000 * (time.process_time() - cpu0) / len(timed))
         best = run if best is None or run[0] < best[0] else best
     results["core (batched)"] = best
+    at_t_max = {m: sum(not r.converged for r in score_groups(m, timed)) for m in ("ec", "core")}
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"consensus benchmark: {len(timed)} questions x N={args.n} roll-outs x ~{args.chars} chars "
           f"(seed {args.seed}, best of {args.repeats}); math-verify worker start-up {startup_ms:.0f} ms (once); "
           f"load average {load:.1f} on {os.cpu_count()} CPUs")
+    print("  replicator dynamics stopped at t_max (not converged): "
+          + ", ".join(f"{m} {k}/{len(timed)}" for m, k in at_t_max.items()))
     ok = True
     for name, (ms, cpu_ms) in results.items():
         target = TARGETS_MS.get(name)
@@ -166,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                                "cpu_ms_per_question": {k: v[1] for k, v in results.items()},
                                "targets_ms": TARGETS_MS, "met": ok, "questions": len(timed), "n": args.n,
                                "chars": args.chars, "seed": args.seed, "repeats": args.repeats,
-                               "worker_startup_ms": startup_ms, "load_average": load})
+                               "worker_startup_ms": startup_ms, "load_average": load,
+                               "stopped_at_t_max": at_t_max})
     return 0 if ok else 1
 
 
