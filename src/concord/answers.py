@@ -394,8 +394,8 @@ def is_equivalent(a: str | None, b: str | None, *, verifier: "Verifier | None" =
     """Mathematical equivalence of two answers, for grouping (None is equivalent to nothing).
 
     Symmetric and conservative: equal canonical keys, equal rationals, or math-verify verifying
-    *both* directions. math-verify is asymmetric by design (a gold ``a+3z=0`` accepts the
-    prediction ``0``; a gold set accepts a tuple): one direction is a grading verdict, not an
+    *both* directions. math-verify is asymmetric by design (a gold ``0`` accepts the
+    prediction ``a+3z=0``; a gold set accepts a tuple): one direction is a grading verdict, not an
     equivalence, and merging on it would put a wrong answer into a right answer's class.
     """
     if a is None or b is None:
@@ -841,8 +841,8 @@ def _worker_loop(sock: socket.socket, memory_mb: int, template_pid: int) -> None
             cheap = decide_cheaply(a, b)
             if cheap is not None:
                 return cheap
-            # Grouping needs a symmetric relation and math-verify is asymmetric (``a+3z=0`` accepts
-            # ``0``): only a verdict in both directions is an equivalence.
+            # Grouping needs a symmetric relation and math-verify is asymmetric (a gold ``0`` accepts
+            # ``a+3z=0``): only a verdict in both directions is an equivalence.
             return usable(a, b) and verified(a, b) and verified(b, a)
 
         try:
