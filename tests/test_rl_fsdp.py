@@ -53,16 +53,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def fsdp_launch(root: Path, model_dir: Path, questions: Path, *, arm: str, task: str, training: dict,
-                consensus: dict, extra: list[str] = ()) -> tuple[subprocess.CompletedProcess, Path]:
-    """Run ``concord train`` as 2 FSDP2 processes on CPU; kill the whole group on timeout."""
-    out = root / "results" / "train" / arm
+def fsdp_launch(root: Path, command: list[str]) -> subprocess.CompletedProcess:
+    """Run ``python -m concord <command>`` as 2 FSDP2 processes on CPU; kill the group on timeout."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(REPO / "config/accelerate/fsdp.yaml"),
            "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port()),
-           "-m", "concord", "train", "--model-dir", str(model_dir), "--questions", str(questions), "--out", str(out),
-           "--checkpoint-dir", str(root / "ckpt" / arm), "--arm", arm, "--seed", "0", "--training",
-           json.dumps(training), "--consensus", json.dumps(consensus), "--evaluation",
-           json.dumps({"temperature": 0.6, "top_p": 0.95}), "--task", task, "--threads", "1", *extra]
+           "-m", "concord", *command]
     env = {**os.environ, "CONCORD_FSDP_ON_CPU": "1", "OMP_NUM_THREADS": "1",
            "CONCORD_RESULTS_DIR": str(root / "results"),
            "PYTHONPATH": os.pathsep.join([str(SHIM), str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
@@ -74,10 +69,10 @@ def fsdp_launch(root: Path, model_dir: Path, questions: Path, *, arm: str, task:
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
         pytest.fail(f"2-process FSDP training did not finish in {TIMEOUT_S} s (hang):\n{output[-4000:]}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, output, ""), out
+    return subprocess.CompletedProcess(cmd, proc.returncode, output, "")
 
 
-def assert_sharded_and_in_step(output: str, steps: int) -> None:
+def assert_sharded_and_in_step(output: str, steps: int, val_questions: int = 3) -> None:
     """Both processes ran FSDP2 with DTensor parameters and logged identical validation numbers."""
     sharding = re.findall(r"process (\d) of 2: distributed type (\w+), policy (\w+), (\d+) of (\d+) parameter", output)
     assert sorted(int(p) for p, *_ in sharding) == [0, 1], output[-3000:]
@@ -89,7 +84,7 @@ def assert_sharded_and_in_step(output: str, steps: int) -> None:
     by_process = {p: [(int(s), v, int(n)) for q, s, v, n in vals if q == p] for p in ("0", "1")}
     assert [s for s, _, _ in by_process["0"]] == list(range(steps + 1)), output[-3000:]
     assert by_process["0"] == by_process["1"]  # gathered: the same numbers on both processes
-    assert all(n == 3 for _, _, n in by_process["0"])  # every validation question counted once
+    assert all(n == val_questions for _, _, n in by_process["0"])  # every validation question counted once
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +97,12 @@ def tiny(tmp_path_factory):
 
 def test_fsdp_training_validates_in_lock_step_and_saves_in_the_training_dtype(tiny):
     root, model_dir = tiny
-    proc, out = fsdp_launch(root, model_dir, root / "questions.jsonl", arm="core", task="math", training=TRAINING,
-                            consensus=CONSENSUS)
+    out = root / "results" / "train" / "core"
+    proc = fsdp_launch(root, [
+        "train", "--model-dir", str(model_dir), "--questions", str(root / "questions.jsonl"), "--out", str(out),
+        "--checkpoint-dir", str(root / "ckpt" / "core"), "--arm", "core", "--seed", "0", "--training",
+        json.dumps(TRAINING), "--consensus", json.dumps(CONSENSUS), "--evaluation",
+        json.dumps({"temperature": 0.6, "top_p": 0.95}), "--task", "math", "--threads", "1"])
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert_sharded_and_in_step(proc.stdout, steps=2)
     rows = read_jsonl(out / "log.jsonl")
@@ -122,3 +121,37 @@ def test_fsdp_training_validates_in_lock_step_and_saves_in_the_training_dtype(ti
     assert any(not (weights[k] == start[k]).all() for k in start)  # trained
     assert json.loads((out / "config.json").read_text())["dtype"] == "float32"
     AutoModelForCausalLM.from_pretrained(str(out))
+
+
+def test_fsdp_training_of_an_fmv_arm_with_a_held_out_split_stops_early(tmp_path, tiny_model_dir):
+    """The FMV arms train through the same entry point: sandboxed rewards on each process, the
+    validation question held out of training (one question: the second process validates a
+    padded shard), hidden-test grading, and early stopping once validation stops improving (a
+    random model writes no code: validation stays 0, so patience 1 stops after step 1 of 3)."""
+    from concord.cli import main
+
+    data = tmp_path / "lcb.jsonl"
+    fixture = REPO / "tests" / "fixtures" / "lcb_release_v6_sample.jsonl"
+    assert main(["fmv-data", "--benchmark-spec", json.dumps({"source": "livecodebench", "path": str(fixture)}),
+                 "--out", str(data)]) == 0
+    training = {"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "max_steps": 3, "max_completion_length": 8,
+                "gradient_checkpointing": False, "eval_every": 1, "eval_at_start": True, "val_k": 2,
+                "val_max_new_tokens": 8, "val_batch_size": 1, "save_every": 1, "learning_rate": 1e-5,
+                "lr_scheduler": "constant", "warmup_ratio": 0.0, "validation_fraction": 0.34,
+                "early_stopping_patience": 1}
+    out = tmp_path / "results" / "fmv" / "train"
+    proc = fsdp_launch(tmp_path, [
+        "fmv-train", "--data", str(data), "--model-dir", str(tiny_model_dir), "--out", str(out), "--checkpoint-dir",
+        str(tmp_path / "ckpt"), "--arm", "fmv", "--seed", "0", "--training", json.dumps(training), "--exec",
+        json.dumps({"timeout_s": 2, "memory_mb": 512}), "--threads", "1"])
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert_sharded_and_in_step(proc.stdout, steps=1, val_questions=1)
+    assert "early stopping at step 1" in proc.stdout
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["step"] == "fmv-train" and prov["num_processes"] == 2
+    assert (prov["steps"], prov["max_steps"], prov["train_questions"], prov["validation_questions"]) == (1, 3, 2, 1)
+    assert prov["early_stopping"]["stopped_at"] == 1 and prov["early_stopping"]["best_step"] == 0
+    assert (out / "validation.csv").read_text().splitlines()[1:] == ["0,0.0,2,1", "1,0.0,2,1"]
+    groups = read_jsonl(out / "groups.jsonl")
+    held_out = {r["id"] for r in read_jsonl(data)} - {g["question_id"] for g in groups}
+    assert len(held_out) == 1  # the validation question never trained

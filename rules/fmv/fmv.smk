@@ -247,6 +247,7 @@ rule fmv_train:
         model=trained_model(f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/model"),
         log=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/log.jsonl",
         provenance=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/provenance.json",
+        validation=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/validation.csv",
     params:
         training=_train_overrides,
         exec=as_json(FMV_EXEC),
@@ -272,6 +273,7 @@ rule fmv_train:
             " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
             " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule fmv_train > {log:q} 2>&1"
             " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/provenance.json {output.provenance:q}"
+            " && mv {output.model:q}/validation.csv {output.validation:q}"
         )
 
 

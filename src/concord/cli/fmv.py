@@ -279,10 +279,9 @@ def cmd_train(args) -> int:
     from concord.rl.run import cpu_threads
 
     cpu_threads(args.threads)
-    records = _read_questions(args.data)
-    train_code(model_dir=args.model_dir, questions=records, out_dir=args.out, checkpoint_dir=args.checkpoint_dir,
-               arm=args.arm, seed=args.seed, training=args.training, execution=args.exec,
-               provenance_inputs=[str(args.data)])
+    train_code(model_dir=args.model_dir, questions_path=args.data, out_dir=args.out,
+               checkpoint_dir=args.checkpoint_dir, arm=args.arm, seed=args.seed, training=args.training,
+               execution=args.exec, evaluation=args.evaluation)
     _register(args, [args.out], [args.data, args.model_dir], {"training": args.training, "arm": args.arm})
     return 0
 
@@ -354,6 +353,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--training", type=json_arg, default={}, help="JSON: overrides of the training config section")
     p.add_argument("--exec", type=json_arg, default={}, help="JSON: timeout_s, memory_mb, sandbox for the reward")
+    p.add_argument("--evaluation", type=json_arg, default={},
+                   help="JSON: validation sampling (temperature, top_p, max_new_tokens) when training validates")
     p.add_argument("--threads", type=int, default=None)
 
     p = add("fmv-figure2", cmd_figure2, "Figure 2: accuracy per method at N (left) and versus N (right)")

@@ -13,3 +13,4 @@ shared registries (:mod:`concord.registry`); the command line does so once at st
 """
 
 from concord.papers.fmv import rewards as _fmv_rewards  # noqa: F401  (registers fmv, fmv_pointwise)
+from concord.papers.fmv import ttrl as _fmv_ttrl  # noqa: F401  (registers the code training task)

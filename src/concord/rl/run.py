@@ -244,9 +244,9 @@ def _generation_model(trainer):
             model.train(was_training)
 
 
-def validation_pass_at_1(trainer, questions: Sequence[dict], *, task: str = "math", prompt_style: str, k: int,
-                         temperature: float, top_p: float, max_new_tokens: int, seed: int, batch_size: int,
-                         answer_policy: str | None = None) -> dict:
+def validation_pass_at_1(trainer, questions: Sequence[dict], *, task: str = "math", params: Mapping[str, Any] | None = None,
+                         prompt_style: str, k: int, temperature: float, top_p: float, max_new_tokens: int, seed: int,
+                         batch_size: int, answer_policy: str | None = None) -> dict:
     """mean@k of the current policy on ``questions`` (sharded evenly over processes, gathered).
 
     Every process returns the same numbers. Under FSDP the processes generate in lock-step
@@ -263,7 +263,7 @@ def validation_pass_at_1(trainer, questions: Sequence[dict], *, task: str = "mat
     hooks = get_task(task, answer_policy)
     acc = trainer.accelerator
     shard, n_real = equal_shard(questions, acc.process_index, acc.num_processes)
-    params = SamplingParams(n=k, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
+    sampling = SamplingParams(n=k, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
     devices = [acc.device] if acc.device.type == "cuda" else []
     sharded = is_sharded(trainer)
     mark_sharded_for_generation(trainer)
@@ -271,9 +271,9 @@ def validation_pass_at_1(trainer, questions: Sequence[dict], *, task: str = "mat
     with torch.random.fork_rng(devices=devices), _generation_model(trainer) as model:
         engine = HFEngine.from_model(model, trainer.processing_class, batch_size=batch_size,
                                      synced_gpus=True if sharded else None)
-        gens = engine.generate([hooks.messages(q, prompt_style) for q in shard], params) if shard else []
+        gens = engine.generate([hooks.messages(q, prompt_style) for q in shard], sampling) if shard else []
     real = shard[:n_real]
-    correct = hooks.grade(real, [[g.text for g in samples] for samples in gens[:n_real]])
+    correct = hooks.grade(real, [[g.text for g in samples] for samples in gens[:n_real]], dict(params or {}))
     gathered = gather_object([(str(q["id"]), c) for q, c in zip(real, correct)])
     return {"val_pass_at_1": mean_at_k([c for _, c in gathered]), "val_k": k, "val_questions": len(gathered)}
 
@@ -687,7 +687,7 @@ def train(
     val_cfg = {
         "prompt_style": prompt_style, "k": int(cfg["val_k"]), "temperature": float(ev["temperature"]),
         "top_p": float(ev["top_p"]), "max_new_tokens": int(cfg["val_max_new_tokens"] or ev["max_new_tokens"]),
-        "seed": int(seed) * 1_000_003, "batch_size": int(cfg["val_batch_size"]),
+        "seed": int(seed) * 1_000_003, "batch_size": int(cfg["val_batch_size"]), "params": cons,
     }
     stopper = EarlyStopping(cfg["early_stopping_patience"], float(cfg["early_stopping_min_delta"]))
     trainer_ref: list = [None]

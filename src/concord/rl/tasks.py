@@ -27,7 +27,8 @@ class TrainingTask:
         name: the ``task`` value of a benchmark (``math``, ``multiple_choice``, ``code``).
         load: questions file -> question records (each with a unique ``id``).
         messages: (question, prompt_style) -> the chat prompt the policy answers.
-        grade: (questions, completions per question) -> correctness per completion. Sees the
+        grade: (questions, completions per question, params) -> correctness per completion, with
+            ``params`` the run's scorer parameters (e.g. a code task's sandbox limits). Sees the
             reference answers: used by validation and diagnostics only, never by the reward.
         context: question -> its non-gold fields a reward scorer needs (e.g. a code question's
             test inputs); every value must have one type across questions (Arrow columns).
@@ -39,7 +40,7 @@ class TrainingTask:
     name: str
     load: Callable[[str | os.PathLike], list[dict]]
     messages: Callable[[Question, str], Messages]
-    grade: Callable[[Sequence[Question], Sequence[Sequence[str]]], list[list[bool]]]
+    grade: Callable[[Sequence[Question], Sequence[Sequence[str]], Mapping[str, Any]], list[list[bool]]]
     context: Callable[[Question], dict[str, Any]] = field(default=lambda q: {})
     diagnostics: Callable[[Sequence, Mapping[str, Question]], dict[str, float]] | None = None
     with_policy: Callable[[str], "TrainingTask"] | None = None
@@ -86,7 +87,7 @@ def _math_task(name: str, policy: str = "strict") -> TrainingTask:
 
         return build_messages(q["prompt"], prompt_style, name)
 
-    def grade(questions: Sequence[Question], completions: Sequence[Sequence[str]]) -> list[list[bool]]:
+    def grade(questions: Sequence[Question], completions: Sequence[Sequence[str]], params=None) -> list[list[bool]]:
         from concord.answers import grade as grade_answer, graded_answer
 
         return [[bool(grade_answer(graded_answer(t, policy, task=name), q["answer"])) for t in texts]
