@@ -94,6 +94,14 @@ def test_grading_uses_the_written_answer(text, gold):
     assert grade(graded_answer(text, "strict"), gold) == (extract_boxed(text) is not None)
 
 
+def test_grading_trims_only_trailing_unit_words_ttrl_knows():
+    assert graded_answer("The answer is 12 square units.", "ttrl") == "12"
+    assert grade(graded_answer("The answer is 90 degrees.", "ttrl"), "90")
+    assert graded_answer("The answer is 2 t.", "ttrl") == "2 t"  # a one-letter word may be a variable
+    assert graded_answer("The answer is 7 dollars.", "ttrl") == "7 dollars"  # not a unit TTRL lists
+    assert graded_answer(r"\boxed{1 \pm \sqrt{2}}", "ttrl") == r"1 \pm \sqrt{2}"
+
+
 def test_ttrl_vote_string_is_lossy_where_grading_must_not_be():
     vote = extract_answer(r"\boxed{1 \pm \sqrt{2}}", "ttrl")
     assert "pm" not in vote and not grade(vote, r"1\pm\sqrt{2}")  # what TTRL would grade

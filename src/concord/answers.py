@@ -145,9 +145,12 @@ def graded_answer(text: str | None, policy: str = "strict", *, task: str = "math
         raise TypeError(f"graded_answer expects a string, got {type(text).__name__}")
     if policy == "strict":
         return extract_answer(text, "strict", task=task)
-    from concord.ttrl_extraction import ttrl_span
+    from concord.ttrl_extraction import trim_trailing_units, ttrl_span
 
-    span = ttrl_span(text)
+    # "The answer is 12 square units." locates "12 square units"; the unit words TTRL itself
+    # removes are trimmed off the end (only there, and never a one-letter word, which may be a
+    # variable), so a stated answer with its unit is graded on its value.
+    span = trim_trailing_units(ttrl_span(text))
     return span if task == "math" else normalize_choice(span) or span
 
 

@@ -178,6 +178,21 @@ def strip_string(string: str) -> str:
     return _fix_a_slash_b(string)
 
 
+_TRAILING_WORD = re.compile(r"\s+([A-Za-z]+)\.?\s*$")
+_UNIT_WORDS = frozenset(u for u in _UNIT_TEXTS if len(u) >= 2 and u.isalpha())
+
+
+def trim_trailing_units(span: str) -> str:
+    """``span`` without the unit words at its end that TTRL's unit list names (two letters or
+    more: a one-letter word may be a variable), e.g. ``12 square units`` -> ``12``. Used for
+    grading only; nothing else of ``strip_string`` is applied, since the rest can change meaning."""
+    while True:
+        m = _TRAILING_WORD.search(span)
+        if not m or m.group(1).lower() not in _UNIT_WORDS or not span[: m.start()].strip():
+            return span
+        span = span[: m.start()]
+
+
 def _convert_word_number(text: str) -> str:
     # The reference calls word2number's w2n.word_to_num on the whole answer and keeps the text
     # when it raises (as it does for anything without a number word). Its quirks come with it:
@@ -228,4 +243,4 @@ def _fix_a_slash_b(string: str) -> str:
     return "\\frac{" + str(a) + "}{" + str(b) + "}"
 
 
-__all__ = ["strip_string", "ttrl_answer", "ttrl_span"]
+__all__ = ["strip_string", "trim_trailing_units", "ttrl_answer", "ttrl_span"]

@@ -11,6 +11,9 @@ Roll-outs without an answer (None) take no part: no edges, no vote, reward 0, ne
 In particular the confidence anchor max_j c_j and the per-question TF-IDF fit use the answered
 roll-outs only, so appending unanswered roll-outs never changes anyone else's reward.
 A question with no answer at all gets label None, rewards 0 and gate 0.
+The empty answer ``""`` (what TTRL's extractor reads from an empty generation or an empty box,
+``answers.policy: ttrl``) is an answer like any other: it forms a class, votes, is a node of the
+graph, takes part in the confidence anchor, and can win the label and earn reward.
 
 Parameter names equal the keys of the ``consensus`` config section, so
 ``score_group(method, answers, texts, confidences, **config["consensus"])`` works.
