@@ -311,3 +311,13 @@ def test_replicator_validation():
         replicator_dynamics(np.ones((2, 2)), alpha=0.5, C=0.1)
     with pytest.raises(ValueError, match="shape"):
         replicator_dynamics(np.ones((2, 3)))
+
+
+def test_the_four_arms_are_the_graph_x_confidence_factorial_and_typos_are_named():
+    from concord.consensus import CONSENSUS_METHODS
+    from concord.registry import UnknownNameError
+
+    factors = {m: (CONSENSUS_METHODS.get(m).graph, CONSENSUS_METHODS.get(m).confidence) for m in METHODS}
+    assert factors == {"majority": (False, False), "ec": (True, False), "cisc": (False, True), "core": (True, True)}
+    with pytest.raises(UnknownNameError, match="unknown consensus method 'cor'. Did you mean: 'core'"):
+        score_group("cor", ["1", "1"], ["a", "b"], [0.0, 0.0])

@@ -39,13 +39,38 @@ from concord.consensus.graph import (
     replicator_dynamics,
 )
 from concord.consensus.votes import cisc_vote, majority_vote
+from concord.registry import Registry
 
 # Functional majority voting (src/concord/consensus/fmv.py) re-exports its public names here;
 # that line belongs to the FMV module's owner.
 from concord.consensus.fmv import fmv_select, pointwise_target  # noqa: F401  (FMV for code)
 
-METHODS = ("majority", "ec", "cisc", "core")
-GRAPH_METHODS = ("ec", "core")
+
+
+@dataclass(frozen=True)
+class ConsensusMethod:
+    """One consensus operator of the CoRE paper's graph x confidence factorial (Figure 5b):
+    ``graph`` reads the label from the dominant set of the roll-out graph (else a vote over
+    classes); ``confidence`` weights roll-outs by their generation confidence (else equally)."""
+
+    name: str
+    graph: bool
+    confidence: bool
+    description: str
+
+
+#: Every consensus operator by name (a new one registers here and is scored by :func:`score_groups`).
+CONSENSUS_METHODS: Registry[ConsensusMethod] = Registry("consensus method")
+for _method in (
+    ConsensusMethod("majority", graph=False, confidence=False, description="Majority vote (TTRL)"),
+    ConsensusMethod("ec", graph=True, confidence=False, description="Equilibrium consensus on the graph, no confidence"),
+    ConsensusMethod("cisc", graph=False, confidence=True, description="Confidence-weighted vote (CISC)"),
+    ConsensusMethod("core", graph=True, confidence=True, description="CoRE: confidence-calibrated graph"),
+):
+    CONSENSUS_METHODS.register(_method.name, _method)
+
+METHODS = ("majority", "ec", "cisc", "core")  # the paper's order (tables, figures)
+GRAPH_METHODS = tuple(m for m in METHODS if CONSENSUS_METHODS.get(m).graph)
 DEFAULTS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
 
 
@@ -120,8 +145,7 @@ def score_groups(
 
     Each group is a mapping with ``answers`` and optionally ``texts``, ``confidences``, ``classes``.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown consensus method {method!r}; expected one of {', '.join(METHODS)}")
+    spec = CONSENSUS_METHODS.get(method)
     _check_params(kappa=kappa, tau=tau, alpha=alpha, C=C, eps=eps, t_max=t_max, support_threshold=support_threshold)
     prepared = [_prepare(q, method, g, kappa) for q, g in enumerate(groups)]
 
@@ -138,10 +162,10 @@ def score_groups(
         threshold = support_threshold if support_threshold is not None else 1.0 / (10 * p.n)
         if answered.size == 0:
             results[q] = _no_answer(method, p.n, p.classes)
-        elif method == "majority":
+        elif not spec.graph and not spec.confidence:
             label, rewards, mass = majority_vote(p.classes, n_classes)
             results[q] = _vote_result(method, p, label, rewards, mass)
-        elif method == "cisc":
+        elif not spec.graph:
             w = np.zeros(p.n)
             w[answered] = node_weights(p.confidences[answered], tau)
             label, rewards, mass = cisc_vote(p.classes, w, n_classes)
@@ -150,7 +174,7 @@ def score_groups(
             sub_classes = p.classes[answered]
             sub_texts = None if p.texts is None else [p.texts[i] for i in answered]
             a = affinity(sub_classes, sub_texts, kappa)
-            w = np.ones(answered.size) if method == "ec" else node_weights(p.confidences[answered], tau)
+            w = node_weights(p.confidences[answered], tau) if spec.confidence else np.ones(answered.size)
             graph_jobs.append((q, answered, n_classes, threshold, a, calibrate(a, w)))
 
     if graph_jobs:
@@ -253,7 +277,7 @@ def _prepare(q: int, method: str, group: Mapping[str, Any], kappa: float) -> _Pr
                 raise TypeError(f"{where}, roll-out {i}: text must be a string, got {type(texts[i]).__name__}")
 
     confidences = group.get("confidences")
-    if method in ("cisc", "core"):
+    if CONSENSUS_METHODS.get(method).confidence:
         if confidences is None:
             raise ValueError(f"{where}: method {method!r} needs confidences (mean token log-probabilities)")
     if confidences is not None:
@@ -294,4 +318,7 @@ def _graph_result(method, p: _Prepared, answered, n_classes, threshold, a, x, it
     )
 
 
-__all__ = ["DEFAULTS", "GRAPH_METHODS", "METHODS", "ConsensusResult", "score_group", "score_groups"]
+__all__ = [
+    "CONSENSUS_METHODS", "DEFAULTS", "GRAPH_METHODS", "METHODS", "ConsensusMethod", "ConsensusResult", "score_group",
+    "score_groups",
+]
