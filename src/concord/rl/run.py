@@ -453,6 +453,14 @@ class TrainingMonitor(_callback_base()):
         log.info("step %d/%d (%.1fs): %s", row["step"], self.max_steps, row.get("step_time", float("nan")), ", ".join(parts))
 
 
+def job_layout(cfg: Mapping[str, Any], num_processes: int):
+    """The checked batch layout of a job of ``num_processes`` processes (one per GPU)."""
+    from concord.rl.batching import Layout, check_layout
+
+    return check_layout(Layout(cfg["prompts_per_step"], cfg["n_vote"], cfg["n_train"], int(num_processes),
+                               cfg["gradient_accumulation_steps"], cfg["updates_per_generation"]))
+
+
 def resolve_dtype(cfg: Mapping[str, Any], on_gpu: bool) -> str:
     """The training dtype: the model is loaded, trained and saved in it (``auto``: bf16 on GPU)."""
     return cfg["dtype"] if cfg["dtype"] != "auto" else ("bfloat16" if on_gpu else "float32")
@@ -641,7 +649,6 @@ def train(
 
     from concord import provenance
     from concord.io import write_json, write_jsonl
-    from concord.rl.batching import Layout, check_layout
     from concord.rl.rewards import ConsensusReward
     from concord.rl.tasks import get_task
     from concord.rl.trainer import ConsensusGRPOTrainer
@@ -673,8 +680,7 @@ def train(
     num_processes = int(os.environ.get("WORLD_SIZE", "1"))
     is_main = int(os.environ.get("RANK", "0")) == 0
 
-    layout = check_layout(Layout(cfg["prompts_per_step"], cfg["n_vote"], cfg["n_train"], num_processes,
-                                 cfg["gradient_accumulation_steps"], cfg["updates_per_generation"]))
+    layout = job_layout(cfg, num_processes)
     args = grpo_config(cfg, layout, checkpoint_dir=checkpoint_dir, seed=seed, max_steps=max_steps, on_gpu=on_gpu)
     reward = ConsensusReward(arm, layout.n_vote, cons, answer_policy=policy, task=task)
     run_log = RunLog(checkpoint_dir)
@@ -752,6 +758,6 @@ def cpu_threads(threads: int | None) -> None:
 __all__ = [
     "EarlyStopping", "RunLog", "TrainingMonitor", "build_train_dataset", "cast_state_dict", "check_prompt_budget",
     "cpu_threads", "equal_shard", "grpo_config", "holdout_split", "last_complete_checkpoint", "mean_at_k",
-    "grpo_settings", "publish_model", "resolve_section", "section_defaults", "total_steps", "train",
+    "grpo_settings", "job_layout", "publish_model", "resolve_section", "section_defaults", "total_steps", "train",
     "validation_pass_at_1", "validation_subset",
 ]

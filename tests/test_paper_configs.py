@@ -1,0 +1,129 @@
+"""The paper configs resolved into what each GPU job hands TRL and vLLM, read against the papers.
+
+No GPU is needed: :func:`concord.rl.run.grpo_settings` is the pure function ``train`` builds its
+``GRPOConfig`` from, resolved here for the cluster job (8 processes, bf16, colocated vLLM).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from concord.rl.run import grpo_settings, job_layout, resolve_section, total_steps
+
+REPO = Path(__file__).resolve().parents[1]
+TTRL_DATA = REPO.parent.parent / "shared" / "data" / "ttrl"  # real TTRL test sets, when present
+PAPER = REPO / "config" / "paper.yaml"
+OVERLAYS = sorted(p for p in (REPO / "config").glob("paper_*.yaml"))
+# Question counts of TTRL's test sets (PRIME-RL/TTRL data/{AIME,AMC}-TTT), checked against the
+# files themselves when ../shared/data/ttrl is present.
+TTRL_COUNTS = {"aime2024": ("AIME", 30), "amc": ("AMC", 83)}
+
+
+def load(*paths: Path) -> dict:
+    """Config files merged as ``snakemake --configfile a b`` merges them, validated with defaults."""
+    from snakemake.utils import update_config, validate
+
+    config: dict = {}
+    for path in paths:
+        update_config(config, yaml.safe_load(path.read_text(encoding="utf-8")))
+    validate(config, str(REPO / "config" / "schema.yaml"))
+    return config
+
+
+def gpu_job(training: dict, n_questions: int, benchmark: str | None = None) -> tuple[dict, object, int]:
+    cfg = resolve_section("training", training)
+    layout = job_layout(cfg, cfg["gpus"])
+    steps = total_steps(n_questions, cfg, benchmark)
+    return grpo_settings(cfg, layout, checkpoint_dir="ckpt", seed=0, max_steps=steps, on_gpu=True), layout, steps
+
+
+@pytest.mark.parametrize("benchmark", sorted(TTRL_COUNTS))
+def test_ttrl_setup_resolves_into_trl_field_by_field(benchmark):
+    """TTRL's verl/examples/ttrl/{aime,amc}.sh, expressed through TRL's GRPOConfig."""
+    folder, n_questions = TTRL_COUNTS[benchmark]
+    if TTRL_DATA.is_dir():
+        assert len(json.loads((TTRL_DATA / folder / "test.json").read_text())) == n_questions
+    settings, layout, steps = gpu_job(load(PAPER)["training"], n_questions, benchmark)
+    processes = 8
+
+    # 8 prompts per step (data.train_batch_size=8), vote over 64, train on 32 of each.
+    assert settings["num_generations"] == 64 and layout.n_train == 32
+    generated = settings["per_device_train_batch_size"] * processes * settings["steps_per_generation"]
+    assert generated == 8 * 64
+    # ppo_mini_batch_size=1 prompt: 8 optimiser updates per generation step, each on 32 kept roll-outs.
+    assert settings["steps_per_generation"] // settings["gradient_accumulation_steps"] == 8
+    assert layout.kept_per_process() == [32] * processes
+    per_update = layout.kept_per_process()[0] // settings["steps_per_generation"] * processes
+    assert per_update == 32  # one prompt's worth of trained roll-outs per update, as verl's mini-batch
+    # episodes: 80 AIME (30 questions -> 3 steps an epoch), 30 AMC (83 -> 10); TRL counts updates.
+    assert steps == {"aime2024": 80 * 3, "amc": 30 * 10}[benchmark]
+    assert settings["max_steps"] == steps * 8
+    # use_kl_loss=True, kl_loss_coef 0.001 (verl default); TRL's KL is k3 (= low_var_kl, unclamped).
+    assert settings["beta"] == 0.001
+    # optim.lr=5e-7, warmup_style cosine, lr_warmup_steps_ratio 0.03; verl's AdamW weight decay 0.01.
+    assert settings["learning_rate"] == 5e-7 and settings["lr_scheduler_type"] == "cosine"
+    assert settings["warmup_steps"] == 0.03 and settings["weight_decay"] == 0.01
+    # rollout.temperature=1.0 (top-p 1), 3072 response tokens, max_model_len = prompt + response.
+    assert settings["temperature"] == 1.0 and settings["top_p"] == 1.0
+    assert settings["max_completion_length"] == 3072
+    assert settings["vllm_max_model_length"] == 1024 + 3072
+    # clip_ratio 0.2 both ways, token-mean loss, one PPO epoch, GRPO group normalisation.
+    assert settings["epsilon"] == 0.2 and settings["epsilon_high"] is None
+    assert settings["loss_type"] == "dapo" and settings["num_iterations"] == 1 and settings["scale_rewards"] == "group"
+    # bf16 on the node, vLLM colocated (rollout.name=vllm) without TRL's IS correction (verl has none).
+    assert settings["bf16"] and settings["model_init_kwargs"] == {"dtype": "bfloat16"}
+    assert settings["use_vllm"] and settings["vllm_mode"] == "colocate"
+    assert settings["vllm_importance_sampling_correction"] is False
+    # Checkpoints and log rows fall on step boundaries.
+    assert settings["save_steps"] % 8 == 0 and settings["logging_steps"] == 8
+
+
+def test_trl_accepts_the_resolved_settings():
+    """Every resolved key is a GRPOConfig field; the GPU-only ones swapped for a CPU machine."""
+    from trl import GRPOConfig
+
+    settings, layout, _ = gpu_job(load(PAPER)["training"], 30, "aime2024")
+    cpu = {**settings, "bf16": False, "use_cpu": True, "use_vllm": False, "vllm_max_model_length": None,
+           "model_init_kwargs": {"dtype": "float32"}}
+    args = GRPOConfig(**cpu)
+    assert args.steps_per_generation == 8 and args.beta == 0.001 and args.weight_decay == 0.01
+    assert args.generation_batch_size == settings["per_device_train_batch_size"] * 1 * 8  # one process here
+
+
+def _combos():
+    yield (PAPER,)
+    for overlay in OVERLAYS:
+        yield (PAPER, overlay)
+    yield (PAPER, *OVERLAYS)
+
+
+@pytest.mark.parametrize("paths", list(_combos()), ids=lambda ps: "+".join(p.stem for p in ps))
+def test_every_paper_job_fits_its_vllm_context(paths):
+    """Prompt budget + completion budget <= max_model_len for every (model, benchmark) job."""
+    config = load(*paths)
+    training = resolve_section("training", config["training"])
+    prompt = training["max_prompt_length"]
+    engine = config["engine"]
+    assert engine["backend"] == "vllm"
+    for model in config["models"]:
+        for benchmark in config["benchmarks"]:
+            where = f"{model}/{benchmark}"
+            assert prompt + config["rollouts"]["max_new_tokens"] <= engine["max_model_len"], where
+            assert prompt + config["evaluation"]["max_new_tokens"] <= engine["max_model_len"], where
+            settings, _, _ = gpu_job(config["training"], 500, benchmark)
+            assert settings["vllm_max_model_length"] == prompt + settings["max_completion_length"], where
+
+    fmv = config.get("fmv") or {}
+    if fmv.get("enabled") and (fmv.get("ttrl") or {}).get("enabled"):
+        # The FMV TTRL jobs: the `training` section overridden by fmv.ttrl.training (rules/fmv).
+        merged = {**config["training"], **(fmv["ttrl"].get("training") or {})}
+        model = fmv["ttrl"].get("model") or next(iter(fmv["models"]))
+        budget = (fmv["models"][model].get("max_new_tokens") or fmv["sampling"]["max_new_tokens"])
+        for n_vote in fmv["ttrl"].get("table2_n_vote", [32, 128]):
+            settings, _, _ = gpu_job({**merged, "n_vote": n_vote, "n_train": n_vote}, 100)
+            assert settings["max_completion_length"] == budget, "FMV training must sample the paper's budget"
+            assert settings["vllm_max_model_length"] == merged.get("max_prompt_length", prompt) + budget
