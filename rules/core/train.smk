@@ -4,7 +4,7 @@
 # Training resumes: checkpoints live under results/.cache/train/... (CACHE, outside the declared
 # outputs, which Snakemake deletes before a job), so a killed job picks up from its last
 # checkpoint when rerun. On a GPU node the job asks for `training.gpus` GPUs and launches that
-# many processes through accelerate (FSDP or DeepSpeed config in config/accelerate/); on CPU it
+# many processes through accelerate (FSDP2, config/accelerate/fsdp.yaml); on CPU it
 # is one process with config/accelerate/cpu.yaml -- the same code path.
 
 rule train:
