@@ -171,3 +171,19 @@ def test_assemble_and_defines():
         "from typing import List\n\ndef g"
     )
     assert assemble_program(None, fn_name="g") is None
+
+
+def test_code_data_humaneval_without_max_inputs_keeps_every_recorded_input(tmp_path):
+    # A benchmark spec without max_inputs (schema default: null = no cap) used to crash with int(None).
+    from concord import io
+    from concord.cli import main
+
+    out = tmp_path / "he.jsonl"
+    spec = json.dumps({"source": "humaneval", "n_questions": 2, "seed": 0})
+    assert main(["code-data", "--benchmark-spec", spec, "--exec", json.dumps({"memory_mb": 512}), "--out", str(out)]) == 0
+    records = io.read_jsonl(out)
+    assert len(records) == 2
+    problems = {p["task_id"]: p for p in data.humaneval_problems()}
+    uncapped = data.record_humaneval_inputs([problems[r["id"]] for r in records], max_inputs=None, timeout_s=10,
+                                            memory_mb=512)
+    assert [r["inputs"] for r in records] == uncapped

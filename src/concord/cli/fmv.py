@@ -79,7 +79,7 @@ def cmd_data(args) -> int:
     source = spec.get("source")
     if source == "humaneval":
         records = data.load_humaneval(spec.get("n_questions"), seed=int(spec.get("seed", 0)),
-                                      max_inputs=int(spec.get("max_inputs", 20)),
+                                      max_inputs=spec.get("max_inputs"),  # schema default null: no cap
                                       timeout_s=float(exec_spec.get("timeout_s", 6.0)) + 4.0,
                                       memory_mb=int(exec_spec.get("memory_mb", 1024)),
                                       sandbox=exec_spec.get("sandbox"))

@@ -48,13 +48,14 @@ def load_humaneval(
     n_questions: int | None = None,
     *,
     seed: int = 0,
-    max_inputs: int = 20,
+    max_inputs: int | None = None,
     timeout_s: float = 10.0,
     memory_mb: int = 1024,
     sandbox: str | None = None,
     problems: Sequence[dict] | None = None,
 ) -> list[dict]:
-    """HumanEval as question records; ``n_questions`` picks a seeded random subset (in task order)."""
+    """HumanEval as question records; ``n_questions`` picks a seeded random subset (in task order);
+    ``max_inputs`` caps the recorded inputs per problem (None: every one its ``check`` makes)."""
     problems = list(problems) if problems is not None else humaneval_problems()
     if n_questions is not None and n_questions < len(problems):
         chosen = set(random.Random(seed).sample(range(len(problems)), n_questions))
@@ -117,10 +118,11 @@ print(_concord_json.dumps(_concord_calls))
 
 
 def record_humaneval_inputs(
-    problems: Sequence[dict], *, max_inputs: int, timeout_s: float, memory_mb: int, sandbox: str | None = None
+    problems: Sequence[dict], *, max_inputs: int | None, timeout_s: float, memory_mb: int,
+    sandbox: str | None = None,
 ) -> list[list[str]]:
     """For each problem, the distinct JSON-encodable argument lists its ``check`` calls the
-    candidate with (first ``max_inputs``), recorded on the canonical solution."""
+    candidate with (the first ``max_inputs``; all when None), recorded on the canonical solution."""
     from concord.execution import run_programs
 
     programs = [
@@ -138,7 +140,7 @@ def record_humaneval_inputs(
         calls = list(dict.fromkeys(json.loads(outcome.output)))
         if not calls:
             raise RuntimeError(f"{problem['task_id']}: its check() never called the candidate with JSON arguments")
-        out.append(calls[:max_inputs])
+        out.append(calls if max_inputs is None else calls[:max_inputs])
     return out
 
 
