@@ -187,3 +187,20 @@ def test_code_data_humaneval_without_max_inputs_keeps_every_recorded_input(tmp_p
     uncapped = data.record_humaneval_inputs([problems[r["id"]] for r in records], max_inputs=None, timeout_s=10,
                                             memory_mb=512)
     assert [r["inputs"] for r in records] == uncapped
+
+
+def test_code_is_taken_from_the_answer_after_the_reasoning():
+    from concord.code.extract import final_answer
+
+    draft = "```python\ndef f(x):\n    return 0\n```"
+    answer = "```python\ndef f(x):\n    return x + 1\n```"
+    thinking = f"Let me try:\n{draft}\nNo, that is wrong.\n</think>\n\nFinal solution:\n{answer}\n"
+    assert extract_code(thinking, "f", thinking=True) == "def f(x):\n    return x + 1\n"
+    assert extract_code(thinking, "f") == "def f(x):\n    return x + 1\n"  # a closed block is cut for any model
+    # A Thinking model cut at its budget inside the reasoning has no answer, drafts or not.
+    cut = f"Let me try:\n{draft}\nHmm, and then"
+    assert extract_code(cut, "f", thinking=True) is None
+    assert extract_code(cut, "f") == "def f(x):\n    return 0\n"  # an Instruct model's text is all answer
+    assert final_answer("<think>a</think>b</think>c", thinking=True) == "c"  # the last close ends the reasoning
+    q = {"id": "q", "fn_name": "f", "source": "livecodebench", "prefix": ""}
+    assert programs_for(q, [thinking, cut], thinking=True) == ["def f(x):\n    return x + 1\n", None]

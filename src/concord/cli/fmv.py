@@ -141,8 +141,9 @@ def cmd_execute(args) -> int:
 
     records = _read_questions(args.data)
     candidates = _read_parquet(args.candidates)
-    frame = execute_candidates(records, candidates, _exec_settings(args.exec, args.workers))
-    prov = provenance.record(step="fmv-execute", config=args.exec, inputs=[args.data, args.candidates])
+    frame = execute_candidates(records, candidates, _exec_settings(args.exec, args.workers), thinking=args.thinking)
+    prov = provenance.record(step="fmv-execute", config={**args.exec, "thinking": args.thinking},
+                             inputs=[args.data, args.candidates])
     io.write_parquet(args.out, frame, metadata=prov)
     log.info("executed %d candidates; %.1f%% pass", len(frame), 100 * frame["passed"].mean())
     _register(args, [args.out], [args.data, args.candidates], args.exec)
@@ -324,6 +325,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--exec", type=json_arg, default={}, help="JSON: timeout_s, memory_mb, sandbox, max_output_bytes")
     p.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: all cores)")
+    p.add_argument("--thinking", action="store_true",
+                   help="the candidates come from a reasoning model: take code only after </think>")
 
     p = add("fmv-gencluster", cmd_gencluster, "GenCluster-style LLM-judge tournament over functional clusters")
     p.add_argument("--data", type=Path, required=True)

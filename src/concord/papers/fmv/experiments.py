@@ -88,11 +88,13 @@ def grouped_texts(records: Sequence[dict], candidates: pd.DataFrame) -> list[lis
 # ------------------------------------------------------------------ execution
 
 
-def execute_candidates(records: Sequence[dict], candidates: pd.DataFrame, settings: ExecSettings) -> pd.DataFrame:
-    """Run every candidate on its question's oracle inputs and grade it on the hidden tests."""
+def execute_candidates(records: Sequence[dict], candidates: pd.DataFrame, settings: ExecSettings, *,
+                       thinking: bool = False) -> pd.DataFrame:
+    """Run every candidate on its question's oracle inputs and grade it on the hidden tests;
+    ``thinking``: the candidates come from a reasoning model (code only after ``</think>``)."""
     rows = []
     for record, texts in zip(records, grouped_texts(records, candidates)):
-        programs = programs_for(record, texts)
+        programs = programs_for(record, texts, thinking=thinking)
         outcomes = execute(record, programs, settings)
         passed = grade(record, programs, outcomes, settings)
         for idx, (program, row, ok) in enumerate(zip(programs, outcomes, passed)):

@@ -3,6 +3,12 @@
 LiveCodeBench takes the last fenced code block of a completion. We do the same, except that
 when the question names a function we prefer the last block that defines it (models often end
 with a usage example), and a completion without fences counts as code when it parses.
+
+A reasoning ("Thinking") model writes its reasoning first and closes it with ``</think>``
+(Qwen3-Thinking's chat template opens the block in the prompt, so the completion holds only the
+closing tag). Drafts inside the reasoning are not the answer: only the text after the last
+``</think>`` is searched for code, and a Thinking model's completion that never closes its
+reasoning (cut at the token budget) holds no answer at all.
 """
 
 from __future__ import annotations
@@ -15,6 +21,22 @@ import textwrap
 # still yields its (truncated) code.
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)(?:```|\Z)", re.DOTALL)
 _NOT_PYTHON = {"text", "txt", "plaintext", "output", "bash", "sh", "shell", "console", "json", "cpp", "c", "java"}
+
+
+THINK_CLOSE = "</think>"
+
+
+def final_answer(text: str | None, *, thinking: bool = False) -> str:
+    """The part of a completion after the model's reasoning (see the module docstring).
+
+    ``thinking``: the model is a reasoning model, so text without ``</think>`` is unfinished
+    reasoning and yields "". Any model's text is cut after a ``</think>`` it does write.
+    """
+    text = text or ""
+    head, sep, tail = text.rpartition(THINK_CLOSE)
+    if sep:
+        return tail
+    return "" if thinking else text
 
 
 def code_blocks(text: str) -> list[str]:
@@ -54,8 +76,9 @@ def parses(code: str) -> bool:
     return True
 
 
-def extract_code(text: str, fn_name: str | None = None) -> str | None:
-    """The program in a completion, or None when it holds no code."""
+def extract_code(text: str, fn_name: str | None = None, *, thinking: bool = False) -> str | None:
+    """The program in a completion's final answer (:func:`final_answer`), or None when it holds no code."""
+    text = final_answer(text, thinking=thinking)
     blocks = code_blocks(text)
     if blocks:
         if fn_name:

@@ -23,12 +23,14 @@ class ExecSettings:
                 "workers": self.workers, "max_output_bytes": self.max_output_bytes}
 
 
-def programs_for(question: dict, completions: Sequence[str]) -> list[str | None]:
-    """Each completion's runnable program (None when it holds no code)."""
+def programs_for(question: dict, completions: Sequence[str], *, thinking: bool = False) -> list[str | None]:
+    """Each completion's runnable program (None when it holds no code); ``thinking``: the
+    completions come from a reasoning model (code is taken after ``</think>`` only)."""
     fn = question.get("fn_name")
     prompt = question.get("starter_code") if question.get("source") == "humaneval" else ""
     return [
-        assemble_program(extract_code(text, fn), fn_name=fn, prefix=question.get("prefix") or "", prompt=prompt or "")
+        assemble_program(extract_code(text, fn, thinking=thinking), fn_name=fn, prefix=question.get("prefix") or "",
+                         prompt=prompt or "")
         for text in completions
     ]
 

@@ -87,19 +87,21 @@ def fmv_rewards(
     memory_mb: int = DEFAULT_MEMORY_MB,
     sandbox: str | None = None,
     workers: int | None = None,
+    thinking: bool = False,
 ) -> CodeVote:
     """Per-completion FMV rewards for one question's N completions.
 
     ``inputs``: the question's oracle test inputs (LiveCodeBench format); ``mode``: "stdin" or
     "call" (then ``fn_name``); ``prefix``/``prompt``: HumanEval's helper code and function header
     (see :func:`concord.papers.fmv.extract.assemble_program`); ``target``: "joint" (arm ``fmv``) or
-    "pointwise" (arm ``fmv_pointwise``).
+    "pointwise" (arm ``fmv_pointwise``); ``thinking``: the policy is a reasoning model (code is
+    taken after ``</think>`` only).
     """
     from concord.papers.fmv.grading import ExecSettings, execute, programs_for
 
     question = {"id": "?", "inputs": list(inputs), "mode": mode, "fn_name": fn_name, "prefix": prefix,
                 "starter_code": prompt, "source": "humaneval" if prompt else None}
-    programs = programs_for(question, completions)
+    programs = programs_for(question, completions, thinking=thinking)
     settings = ExecSettings(timeout_s=timeout_s, memory_mb=memory_mb, sandbox=sandbox, workers=workers)
     return vote_rewards(execute(question, programs, settings), target=target)
 
@@ -122,6 +124,7 @@ def _scorer(arm: str):
             timeout_s=float(params.get("timeout_s", ctx.get("timeout_s", DEFAULT_TIMEOUT_S))),
             memory_mb=int(params.get("memory_mb", ctx.get("memory_mb", DEFAULT_MEMORY_MB))),
             sandbox=params.get("sandbox", ctx.get("sandbox")),
+            thinking=bool(params.get("thinking", False)),
         )
         # "answers" are the execution vectors as JSON text, so the trainer's logs show what voted.
         answers = [json.dumps(v, ensure_ascii=False) if any(o is not None for o in v) else None for v in vote.vectors]
