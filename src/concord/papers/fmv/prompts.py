@@ -1,4 +1,4 @@
-"""Chat prompts for code generation and for the GenCluster-style pairwise judge.
+"""Chat prompts for code generation and for GenCluster's pairwise judge.
 
 Generation follows LiveCodeBench's code-generation format (question, then a format section
 that either shows the starter code or asks for a stdin/stdout program, code in backticks);
@@ -46,12 +46,14 @@ JUDGE_SYSTEM = "You are an expert competitive programmer who reviews solutions c
 
 
 def judge_messages(question: dict, program_a: str, program_b: str) -> list[dict[str, str]]:
-    """Ask which of two programs solves ``question`` (answer: a single letter A or B)."""
+    """Ask which of two programs solves ``question``; the reply must end with
+    "Final answer: A" or "Final answer: B" (what :func:`concord.code.baselines.parse_verdict` reads)."""
     user = (
         f"### Problem\n{question['prompt'].strip()}\n\n"
         f"### Solution A\n```python\n{program_a.rstrip()}\n```\n\n"
         f"### Solution B\n```python\n{program_b.rstrip()}\n```\n\n"
-        "The two solutions behave differently on some inputs, so at most one is correct. "
-        "Which solution is correct? Answer with a single letter: A or B."
+        "The two solutions behave differently on some inputs, so at most one of them is correct. "
+        "Analyse both against the problem statement, then decide which one is correct. "
+        "End your reply with exactly one line: \"Final answer: A\" or \"Final answer: B\"."
     )
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
