@@ -204,3 +204,31 @@ def test_code_is_taken_from_the_answer_after_the_reasoning():
     assert final_answer("<think>a</think>b</think>c", thinking=True) == "c"  # the last close ends the reasoning
     q = {"id": "q", "fn_name": "f", "source": "livecodebench", "prefix": ""}
     assert programs_for(q, [thinking, cut], thinking=True) == ["def f(x):\n    return x + 1\n", None]
+
+
+def test_livecodebench_versions_follow_its_release_definitions(tmp_path):
+    # LiveCodeBench README: release_v5 = 880 problems, release_v6 = 1055; tag v6 = the 175 new ones.
+    assert data.lcb_version_count("v6") == 175 and data.lcb_version_count("release_v6") == 1055
+    assert data.lcb_version_count("v5_v6") == 1055 - 713 and data.lcb_version_count("release_latest") == 1055
+    assert data.lcb_version_files("v6") == ["test6.jsonl"]
+    assert data.lcb_version_files("release_v2") == ["test.jsonl", "test2.jsonl"]
+    assert data.lcb_version_files("v5_v6") == ["test5.jsonl", "test6.jsonl"]
+    for bad in ("v7", "v6_v5", "release_v0", "lcb_v6"):
+        with pytest.raises(ValueError, match="unknown LiveCodeBench version"):
+            data.lcb_version_files(bad)
+
+    # A directory of shards: test6.jsonl = the fixture (3 problems), test5.jsonl = two older ones.
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    (tmp_path / "test6.jsonl").write_text(FIXTURE.read_text())
+    older = [dict(rows[2], question_id=f"old{i}", contest_date="2024-10-01T00:00:00") for i in range(2)]
+    (tmp_path / "test5.jsonl").write_text("".join(json.dumps(r) + "\n" for r in older))
+    v6 = data.load_livecodebench(tmp_path, version="v6", expected_questions=3)
+    assert [r["id"] for r in v6] == ["abc900_a", "9001", "cf1_a"]
+    assert len(data.load_livecodebench(tmp_path, version="v5_v6", expected_questions=5)) == 5
+    # the documented count is checked by default: a partial download is an error, not a smaller benchmark
+    with pytest.raises(ValueError, match=r"v6 .* holds 3 problems, expected 175"):
+        data.load_livecodebench(tmp_path, version="v6")
+    with pytest.raises(FileNotFoundError, match="release_v6 needs test.jsonl, test2.jsonl"):
+        data.load_livecodebench(tmp_path, version="release_v6")
+    with pytest.raises(ValueError, match="holds 3 LiveCodeBench problems, expected 4"):
+        data.load_livecodebench(FIXTURE, expected_questions=4)

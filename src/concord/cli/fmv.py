@@ -86,8 +86,11 @@ def cmd_data(args) -> int:
         inputs = []
     elif source == "livecodebench":
         if not spec.get("path"):
-            raise SystemExit("a livecodebench benchmark needs 'path' (a code_generation_lite JSONL file)")
+            raise SystemExit("a livecodebench benchmark needs 'path' (a code_generation_lite JSONL file, or with "
+                             "'version' a directory of its shards)")
         records = data.load_livecodebench(spec["path"], spec.get("n_questions"), seed=int(spec.get("seed", 0)),
+                                          version=spec.get("version"),
+                                          expected_questions=spec.get("expected_questions"),
                                           start_date=spec.get("start_date"), end_date=spec.get("end_date"),
                                           max_inputs=spec.get("max_inputs"))
         inputs = [spec["path"]]

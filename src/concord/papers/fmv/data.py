@@ -185,6 +185,71 @@ def decode_tests(field: str | list | None) -> list[dict]:
     return tests
 
 
+#: LiveCodeBench's code_generation_lite releases (the dataset's loading script maps a version tag
+#: to shard files: ``release_vN`` = shards 1..N, ``vN`` = shard N alone, ``vM_vN`` = shards M..N;
+#: ``release_latest`` = the newest release) and their problem counts (LiveCodeBench README,
+#: "Dataset Versions"). The FMV paper's "LCB-v6" is tag ``v6``: the problems new in release_v6.
+LCB_SHARDS = ("test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl")
+LCB_RELEASE_COUNTS = {1: 400, 2: 511, 3: 612, 4: 713, 5: 880, 6: 1055}
+
+
+def _lcb_shard_range(tag: str) -> tuple[int, int]:
+    import re
+
+    latest = len(LCB_SHARDS)
+    if tag == "release_latest":
+        return 1, latest
+    match = re.fullmatch(r"release_v(\d+)|v(\d+)|v(\d+)_v(\d+)", tag)
+    if match:
+        release, single, first, last = (None if g is None else int(g) for g in match.groups())
+        if release is not None:
+            lo, hi = 1, release
+        elif single is not None:
+            lo, hi = single, single
+        else:
+            lo, hi = first, last
+        if 1 <= lo <= hi <= latest:
+            return lo, hi
+    raise ValueError(f"unknown LiveCodeBench version {tag!r}; use release_v1..release_v{latest}, release_latest, "
+                     f"v1..v{latest} (one release's new problems) or a range such as v5_v6")
+
+
+def lcb_version_files(tag: str) -> list[str]:
+    """The code_generation_lite shard files of a LiveCodeBench version tag."""
+    lo, hi = _lcb_shard_range(tag)
+    return list(LCB_SHARDS[lo - 1:hi])
+
+
+def lcb_version_count(tag: str) -> int:
+    """How many problems LiveCodeBench documents for a version tag (e.g. v6: 1055 - 880 = 175)."""
+    lo, hi = _lcb_shard_range(tag)
+    return LCB_RELEASE_COUNTS[hi] - LCB_RELEASE_COUNTS.get(lo - 1, 0)
+
+
+def read_lcb_version(directory: str | Path, tag: str, expected: int | None = None) -> list[dict]:
+    """The rows of a LiveCodeBench version tag from a directory of code_generation_lite shards.
+
+    ``expected``: the number of problems the tag must hold (default: LiveCodeBench's documented
+    count); any other number means a partial or different download, and every result would
+    silently change with it.
+    """
+    directory = Path(directory)
+    files = [directory / name for name in lcb_version_files(tag)]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"LiveCodeBench {tag} needs {', '.join(missing)} in {directory}; download them from the "
+            "livecodebench/code_generation_lite dataset (huggingface-cli download livecodebench/code_generation_lite "
+            f"{' '.join(missing)} --repo-type dataset --local-dir {directory})"
+        )
+    rows = [row for f in files for row in read_lcb_records(f)]
+    expected = lcb_version_count(tag) if expected is None else int(expected)
+    if len(rows) != expected:
+        raise ValueError(f"LiveCodeBench {tag} in {directory} holds {len(rows)} problems, expected {expected} "
+                         f"({', '.join(f.name for f in files)}); re-download the shards, or set expected_questions")
+    return rows
+
+
 def read_lcb_records(path: str | Path) -> list[dict]:
     """LiveCodeBench ``code_generation_lite`` rows from a JSONL file (or a JSON list)."""
     path = Path(path)
@@ -247,14 +312,27 @@ def load_livecodebench(
     n_questions: int | None = None,
     *,
     seed: int = 0,
+    version: str | None = None,
+    expected_questions: int | None = None,
     start_date: str | None = None,
     end_date: str | None = None,
     max_inputs: int | None = None,
 ) -> list[dict]:
-    """LiveCodeBench problems from a local release file, optionally within a contest-date window
-    (ISO dates, inclusive) and a seeded random subset. ``max_inputs`` caps the tests per problem
-    (public first) for small runs."""
-    rows = read_lcb_records(path)
+    """LiveCodeBench problems from a local copy, optionally within a contest-date window (ISO
+    dates, inclusive) and a seeded random subset. ``max_inputs`` caps the tests per problem
+    (public first) for small runs.
+
+    ``path``: one JSONL (or JSON list) file, or with ``version`` (a LiveCodeBench version tag,
+    e.g. ``v6``) a directory of code_generation_lite shards, of which the tag's are read and
+    counted (:func:`read_lcb_version`). ``expected_questions`` checks the count of a single file
+    the same way.
+    """
+    if version:
+        rows = read_lcb_version(path, version, expected_questions)
+    else:
+        rows = read_lcb_records(path)
+        if expected_questions is not None and len(rows) != int(expected_questions):
+            raise ValueError(f"{path} holds {len(rows)} LiveCodeBench problems, expected {expected_questions}")
     if start_date or end_date:
         rows = [r for r in rows if _in_window(str(r.get("contest_date", "")), start_date, end_date)]
     records = [lcb_record(r) for r in rows]
