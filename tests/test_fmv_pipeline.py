@@ -62,10 +62,22 @@ def test_cli_pipeline_on_fixed_candidates(tmp_path, tiny_model):
     assert io.read_parquet_metadata(exec_path)["step"] == "fmv-execute"
 
     gc = tmp_path / "gencluster.json"
-    assert main(["fmv-gencluster", "--data", str(data), "--exec-table", str(exec_path), "--model-dir", str(tiny_model),
-                 "--out", str(gc), "--gencluster", json.dumps({"max_clusters": 3, "max_new_tokens": 2})]) == 0
-    picks = io.read_json(gc)["picks"]
+    # the random tiny judge writes no verdicts: allowed here (max_unparsed_fraction 1), and counted
+    spec = {"rounds": 2, "max_clusters": 3, "representative": "longest", "max_unparsed_fraction": 1.0,
+            "judge": {"max_new_tokens": 2, "temperature": 0.0, "top_p": 1.0, "thinking": False,
+                      "engine": {"backend": "hf", "batch_size": 8}}}
+    assert main(["code-gencluster", "--data", str(data), "--exec-table", str(exec_path), "--model-dir", str(tiny_model),
+                 "--candidates", str(cands), "--out", str(gc), "--gencluster", json.dumps(spec)]) == 0
+    doc = io.read_json(gc)
+    picks = doc["picks"]
     assert set(picks) == set(CANDIDATES) and all(p is None or 0 <= p < 4 for p in picks.values())
+    # clusters: abc900_a {1,2} {0}; 9001 {0,1,3} {2}; cf1_a {0,1} {2}: two clusters each -> 2 calls each
+    assert doc["judge_calls"] == 6 and doc["unparsed"] + sum(sum(t["wins"]) for t in doc["tournaments"].values()) == 6
+    assert doc["judge"]["max_new_tokens"] == 2
+    unresolved = {**spec, "judge": {"max_new_tokens": None}}
+    with pytest.raises(SystemExit, match="judge.max_new_tokens resolved"):
+        main(["code-gencluster", "--data", str(data), "--exec-table", str(exec_path), "--model-dir", str(tiny_model),
+              "--candidates", str(cands), "--out", str(gc), "--gencluster", json.dumps(unresolved)])
 
     analysis = tmp_path / "analysis.json"
     assert main(["fmv-analyze", "--data", str(data), "--exec-table", str(exec_path), "--candidates", str(cands),
@@ -82,8 +94,14 @@ def test_cli_pipeline_on_fixed_candidates(tmp_path, tiny_model):
     assert curve[("best", 4)] == 1.0 and result["provenance"]["step"] == "fmv-analyze"
 
     figs = tmp_path / "figs"
-    assert main(["fmv-figure2", "--analysis", f"Tiny=N1={analysis}", "--analysis", f"Other={analysis}",
-                 "--right", "Tiny=N1", "--out-dir", str(figs)]) == 0
+    # two seeds of "Tiny=N1" (the same analysis twice): pooled, with the SE over questions and seeds
+    assert main(["code-figure2", "--analysis", f"Tiny=N1={analysis}", "--analysis", f"Tiny=N1={analysis}",
+                 "--analysis", f"Other={analysis}", "--right", "Tiny=N1", "--out-dir", str(figs),
+                 "--n-resamples", "200"]) == 0
+    left = pd.read_csv(figs / "figure2_left.csv")
+    assert set(left["n_seeds"]) == {1, 2}
+    assert left[left["method"] == "fmv"]["accuracy"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    assert "3 seeds" not in (figs / "figure2_right.md").read_text() and "2 seeds" in (figs / "figure2_right.md").read_text()
     for stem in ("figure2_left", "figure2_right"):
         for ext in ("png", "pdf", "csv", "md", "tex"):
             assert (figs / f"{stem}.{ext}").stat().st_size > 0

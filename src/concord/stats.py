@@ -173,3 +173,29 @@ def bootstrap_se(values: Sequence[float], n_resamples: int = 10_000, seed: int =
 
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def bootstrap_se_seeds_questions(values, n_resamples: int = 10_000, seed: int = 0) -> float:
+    """Bootstrap SE of the grand mean of a (seeds x questions) matrix, resampling both.
+
+    Each resample draws the questions and, independently, the seeds with replacement (a
+    two-way crossed bootstrap), so the error holds both the sampling of the benchmark and the
+    run-to-run noise of sampling and training. With one seed it is the bootstrap over questions.
+    scipy's ``bootstrap`` resamples one axis of paired samples only, hence this function.
+    """
+    m = np.asarray(values, dtype=float)
+    if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 2:
+        raise ValueError(f"need a (seeds x questions) matrix with at least 2 questions, got shape {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError("values must be finite")
+    rng = _rng(seed)
+    n_seeds, n_questions = m.shape
+    total = _resamples(n_resamples)
+    stats = []
+    for start in range(0, total, 1000):  # chunks bound the (resamples x seeds x questions) index arrays
+        b = min(1000, total - start)
+        rows = rng.integers(n_seeds, size=(b, n_seeds))
+        cols = rng.integers(n_questions, size=(b, n_questions))
+        stats.append(m[rows[:, :, None], cols[:, None, :]].mean(axis=(1, 2)))
+    se = float(np.concatenate(stats).std(ddof=1))
+    return 0.0 if math.isclose(se, 0.0, abs_tol=1e-15) else se

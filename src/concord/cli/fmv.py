@@ -58,14 +58,19 @@ def _register(args, outputs, inputs, config) -> None:
         register_outputs(outputs, rule=args.rule, inputs=inputs, config=config)
 
 
-def _pairs(items: list[str], what: str) -> dict[str, str]:
-    out = {}
+def _pairs(items: list[str], what: str) -> dict[str, list[str]]:
+    """LABEL=PATH items, in order; a label given again (one file per seed) collects its paths."""
+    out: dict[str, list[str]] = {}
     for item in items:
         key, sep, value = item.rpartition("=")  # labels may contain "=" (e.g. N=32), paths do not
         if not sep or not key or not value:
             raise SystemExit(f"{what} must look like LABEL=PATH, got {item!r}")
-        out[key] = value
+        out.setdefault(key, []).append(value)
     return out
+
+
+def _all_paths(pairs: dict[str, list[str]]) -> list[str]:
+    return list(dict.fromkeys(p for paths in pairs.values() for p in paths))
 
 
 # ------------------------------------------------------------------ commands
@@ -156,32 +161,53 @@ def cmd_execute(args) -> int:
 def cmd_gencluster(args) -> int:
     from concord import io, provenance
     from concord.papers.fmv.baselines import engine_judge, gencluster_tournaments
-    from concord.papers.fmv.experiments import load_exec
+    from concord.papers.fmv.experiments import grouped_lengths, load_exec
     from concord.engines import load_engine
 
     records = _read_questions(args.data)
     questions = load_exec(records, _read_parquet(args.exec_table))
-    engine_spec = dict(args.engine)
+    spec = args.gencluster
+    judge_spec = dict(spec.get("judge") or {})
+    if not isinstance(judge_spec.get("max_new_tokens"), int):
+        raise SystemExit("--gencluster needs judge.max_new_tokens resolved to a number (the rule resolves it from "
+                         "the judge model's generation budget)")
+    engine_spec = dict(judge_spec.get("engine") or args.engine)
     backend = engine_spec.pop("backend", "hf")
     engine = load_engine(backend, args.model_dir, threads=args.threads, seed=args.seed, **engine_spec)
-    spec = args.gencluster
-    judge = engine_judge(engine, max_new_tokens=int(spec.get("max_new_tokens", 16)), seed=args.seed)
+    judge = engine_judge(engine, max_new_tokens=judge_spec["max_new_tokens"],
+                         temperature=float(judge_spec.get("temperature", 0.6)),
+                         top_p=float(judge_spec.get("top_p", 0.95)), seed=args.seed)
+    representative = spec.get("representative", "longest")
+    lengths = None
+    if representative == "longest":
+        if not args.candidates:
+            raise SystemExit("representative 'longest' needs --candidates (the completions' token counts)")
+        lengths = grouped_lengths(records, _read_parquet(args.candidates))
     tournaments = gencluster_tournaments(
         records, [q.programs for q in questions], [q.vectors for q in questions], judge,
-        max_clusters=int(spec.get("max_clusters", 8)), both_orders=bool(spec.get("both_orders", True)),
+        rounds=int(spec.get("rounds", 4)), max_clusters=spec.get("max_clusters"), representative=representative,
+        lengths=lengths, thinking=bool(judge_spec.get("thinking", False)),
+        max_unparsed_fraction=float(spec.get("max_unparsed_fraction", 0.05)), seed=args.seed,
     )
     picks = {r["id"]: t.selected for r, t in zip(records, tournaments)}
+    inputs = [args.data, args.exec_table] + ([args.candidates] if args.candidates else [])
     doc = {
         "picks": picks,
-        "tournaments": {r["id"]: {"clusters": t.clusters, "wins": t.wins, "judge_calls": t.n_judge_calls}
+        "tournaments": {r["id"]: {"clusters": t.clusters, "representatives": t.representatives, "wins": t.wins,
+                                  "games": t.games, "judge_calls": t.n_judge_calls, "unparsed": t.n_unparsed,
+                                  "truncated": t.n_truncated}
                         for r, t in zip(records, tournaments)},
         "judge_calls": sum(t.n_judge_calls for t in tournaments),
-        "provenance": provenance.record(step="fmv-gencluster", config=spec, seed=args.seed,
-                                        inputs=[args.data, args.exec_table], model_dir=str(args.model_dir)),
+        "unparsed": sum(t.n_unparsed for t in tournaments),
+        "truncated": sum(t.n_truncated for t in tournaments),
+        "judge": {"model_dir": str(args.model_dir), **{k: v for k, v in judge_spec.items() if k != "engine"}},
+        "provenance": provenance.record(step="fmv-gencluster", config=spec, seed=args.seed, inputs=inputs,
+                                        model_dir=str(args.model_dir)),
     }
     io.write_json(args.out, doc)
-    log.info("GenCluster: %d judge calls over %d questions", doc["judge_calls"], len(records))
-    _register(args, [args.out], [args.data, args.exec_table, args.model_dir], spec)
+    log.info("GenCluster: %d judge calls over %d questions, %d without a verdict", doc["judge_calls"], len(records),
+             doc["unparsed"])
+    _register(args, [args.out], inputs + [args.model_dir], spec)
     return 0
 
 
@@ -225,24 +251,25 @@ def cmd_figure2(args) -> int:
     from concord.papers.fmv import report
 
     paths = _pairs(args.analysis, "--analysis")
-    analyses = {label: io.read_json(p) for label, p in paths.items()}
+    analyses = {label: [io.read_json(p) for p in ps] for label, ps in paths.items()}
     right = args.right or next(iter(analyses))
     if right not in analyses:
         raise SystemExit(f"--right {right!r} is not one of the --analysis labels {sorted(analyses)}")
     out = Path(args.out_dir)
-    left_frame = report.figure2_left_frame(analyses)
-    right_frame = report.figure2_right_frame(analyses[right], right)
+    left_frame = report.figure2_left_frame(analyses, args.n_resamples, args.seed)
+    right_frame = report.figure2_right_frame(analyses[right], right, args.n_resamples, args.seed)
     outputs = []
     outputs += io.save_figure(report.figure2_left(left_frame), out / "figure2_left")
     outputs += io.save_figure(report.figure2_right(right_frame), out / "figure2_right")
-    n = analyses[right]["n"]
+    n, seeds = analyses[right][0]["n"], len(analyses[right])
+    over = f"bootstrap SE over questions and {seeds} seeds" if seeds > 1 else "bootstrap SE over questions"
     outputs += report.write_table(left_frame, report.figure_display(left_frame), out / "figure2_left",
-                                  f"Figure 2 (left): accuracy per method at N = {n}, ± bootstrap SE over questions.")
+                                  f"Figure 2 (left): accuracy per method at N = {n}, ± {over}.")
     outputs += report.write_table(right_frame, report.figure_display(right_frame), out / "figure2_right",
-                                  f"Figure 2 (right): accuracy versus N for {right}, ± bootstrap SE over questions.")
+                                  f"Figure 2 (right): accuracy versus N for {right}, ± {over}.")
     io.write_json(out / "figure2.provenance.json",
-                  provenance.record(step="fmv-figure2", config={"right": right}, inputs=list(paths.values())))
-    _register(args, outputs, list(paths.values()), {"right": right})
+                  provenance.record(step="fmv-figure2", config={"right": right}, inputs=_all_paths(paths)))
+    _register(args, outputs, _all_paths(paths), {"right": right})
     return 0
 
 
@@ -253,19 +280,24 @@ def cmd_table1(args) -> int:
     splits = {"train": _read_questions(args.train_data), "holdout": _read_questions(args.holdout_data)}
     entries = _pairs(args.exec, "--exec")
     metrics: dict[str, dict] = {}
-    for key, path in entries.items():
+    tables = {}
+    for key, paths in entries.items():
         arm, _, split = key.partition(":")
         if split not in splits:
             raise SystemExit(f"--exec key must be ARM:train or ARM:holdout, got {key!r}")
-        metrics.setdefault(arm, {})[split] = question_metrics(splits[split], _read_parquet(path))
+        for p in paths:
+            tables.setdefault(p, _read_parquet(p))
+        metrics.setdefault(arm, {})[split] = [question_metrics(splits[split], tables[p]) for p in paths]
     incomplete = [a for a, s in metrics.items() if set(s) != {"train", "holdout"}]
     if incomplete:
         raise SystemExit(f"arms {incomplete} lack a train or hold-out execution table")
     frame = report.table1(metrics, args.labels, args.n, args.n_resamples, args.seed)
+    seeds = int(frame["n_seeds"].max())
+    over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
     outputs = report.write_table(frame, report.table1_display(frame), args.out_stem,
                                  f"Table 1: TTRL on a random half; mean@{args.n} on the train and hold-out halves "
-                                 "(%), ± bootstrap standard error of the mean.")
-    _register(args, outputs, list(entries.values()) + [args.train_data, args.holdout_data], {"n": args.n})
+                                 f"(%), ± bootstrap standard error of the mean {over}.")
+    _register(args, outputs, _all_paths(entries) + [args.train_data, args.holdout_data], {"n": args.n})
     return 0
 
 
@@ -275,12 +307,15 @@ def cmd_table2(args) -> int:
 
     records = _read_questions(args.data)
     entries = _pairs(args.exec, "--exec")
-    frame = report.table2([(label, question_metrics(records, _read_parquet(p))) for label, p in entries.items()],
-                          args.n, args.n_resamples, args.seed)
+    frame = report.table2([(label, [question_metrics(records, _read_parquet(p)) for p in paths])
+                           for label, paths in entries.items()], args.n, args.n_resamples, args.seed)
+    seeds = int(frame["n_seeds"].max())
+    over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
     outputs = report.write_table(frame, report.table2_display(frame), args.out_stem,
-                                 f"Table 2: TTRL with joint (FMV) and pointwise targets at two training budgets; "
-                                 f"mean@{args.n}, FMV accuracy and best@{args.n} (%), ± bootstrap standard error.")
-    _register(args, outputs, list(entries.values()) + [args.data], {"n": args.n})
+                                 f"Table 2: TTRL with joint (FMV) and pointwise targets at two training budgets "
+                                 f"(N = roll-outs per prompt in training); mean@{args.n}, FMV accuracy and "
+                                 f"best@{args.n} of {args.n} samples (%), ± bootstrap standard error {over}.")
+    _register(args, outputs, _all_paths(entries) + [args.data], {"n": args.n})
     return 0
 
 
@@ -342,7 +377,10 @@ def register(subparsers) -> None:
     p.add_argument("--exec-table", type=Path, required=True)
     p.add_argument("--model-dir", type=Path, required=True, help="the judge model")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--gencluster", type=json_arg, default={}, help="JSON: max_clusters, both_orders, max_new_tokens")
+    p.add_argument("--gencluster", type=json_arg, required=True,
+                   help="JSON: the gencluster section with its judge resolved (model, max_new_tokens, temperature, "
+                        "top_p, thinking, engine), rounds, max_clusters, representative, max_unparsed_fraction")
+    p.add_argument("--candidates", type=Path, default=None, help="completions (token counts pick representatives)")
     p.add_argument("--engine", type=json_arg, default={"backend": "hf"})
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
@@ -369,15 +407,19 @@ def register(subparsers) -> None:
                    help="JSON: validation sampling (temperature, top_p, max_new_tokens) when training validates")
     p.add_argument("--threads", type=int, default=None)
 
-    p = add("fmv-figure2", cmd_figure2, "Figure 2: accuracy per method at N (left) and versus N (right)")
-    p.add_argument("--analysis", action="append", required=True, help="LABEL=PATH of a code-analyze output (repeat)")
+    p = add("code-figure2", cmd_figure2, "Figure 2: accuracy per method at N (left) and versus N (right)")
+    p.add_argument("--analysis", action="append", required=True,
+                   help="LABEL=PATH of a code-analyze output (repeat; once per seed for the same label)")
     p.add_argument("--right", default=None, help="which label the right panel shows (default: the first)")
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", type=Path, required=True)
 
     p = add("fmv-table1", cmd_table1, "Table 1: TTRL on a random half, mean@N on train and hold-out")
     p.add_argument("--train-data", type=Path, required=True)
     p.add_argument("--holdout-data", type=Path, required=True)
-    p.add_argument("--exec", action="append", required=True, help="ARM:SPLIT=PATH of an execution table (repeat)")
+    p.add_argument("--exec", action="append", required=True,
+                   help="ARM:SPLIT=PATH of an execution table (repeat; once per seed for the same key)")
     p.add_argument("--labels", type=json_arg, default={}, help="JSON: arm -> row label")
     p.add_argument("--n", type=int, required=True, help="the evaluation budget N (column header)")
     p.add_argument("--n-resamples", type=int, default=2000)
@@ -386,7 +428,8 @@ def register(subparsers) -> None:
 
     p = add("fmv-table2", cmd_table2, "Table 2: joint vs pointwise FMV targets at two training budgets")
     p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--exec", action="append", required=True, help="LABEL=PATH of an execution table (repeat, row order)")
+    p.add_argument("--exec", action="append", required=True,
+                   help="LABEL=PATH of an execution table (repeat, row order; once per seed for the same label)")
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)

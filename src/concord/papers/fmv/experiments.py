@@ -85,6 +85,18 @@ def grouped_texts(records: Sequence[dict], candidates: pd.DataFrame) -> list[lis
     return texts
 
 
+def grouped_lengths(records: Sequence[dict], candidates: pd.DataFrame) -> list[list[int]]:
+    """Completion lengths in tokens per question, in rollout order (GenCluster's representatives)."""
+    if "n_tokens" not in candidates.columns:
+        raise ValueError("candidates table lacks column n_tokens")
+    by_q = {qid: g.sort_values("rollout_idx")["n_tokens"].astype(int).tolist()
+            for qid, g in candidates.groupby("question_id", sort=False)}
+    missing = [r["id"] for r in records if r["id"] not in by_q]
+    if missing:
+        raise ValueError(f"no candidates for questions {missing[:5]}")
+    return [by_q[r["id"]] for r in records]
+
+
 # ------------------------------------------------------------------ execution
 
 
@@ -224,8 +236,12 @@ def analyze(
          "n_valid": int(sum(all(o is not None for o in v) for v in q.vectors))}
         for i, q in enumerate(questions)
     ]
+    # each question's accuracy per method and N, so figures can pool seeds (concord.code.report)
+    scaling_per_question = [{"method": m, "n": int(n), "values": [float(x) for x in v]}
+                            for m in curves for n, v in sorted(curves[m].items())]
     return {"n": n_total, "n_questions": len(questions), "methods": summary, "scaling": curve_rows,
-            "per_question": per_question, "n_subsamples": n_subsamples, "n_values": [int(n) for n in n_values]}
+            "scaling_per_question": scaling_per_question, "per_question": per_question,
+            "n_subsamples": n_subsamples, "n_values": [int(n) for n in n_values]}
 
 
 def question_metrics(records: Sequence[dict], exec_table: pd.DataFrame) -> pd.DataFrame:

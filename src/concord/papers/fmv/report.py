@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from concord import io
-from concord.papers.fmv.experiments import METHOD_LABELS, bootstrap_se
+from concord.papers.fmv.experiments import METHOD_LABELS
 
 LEFT_METHODS = ("mean", "semantic", "gencluster", "fmv", "best")
 RIGHT_METHODS = ("mean", "semantic", "fmv", "best")
@@ -31,14 +31,38 @@ def _pm(value: float, se: float) -> str:
 # ------------------------------------------------------------------ Figure 2
 
 
-def figure2_left_frame(analyses: Mapping[str, dict]) -> pd.DataFrame:
+def _seeds(analyses) -> list[dict]:
+    """One model's analyses, one per seed (a single analysis is one seed)."""
+    return [analyses] if isinstance(analyses, Mapping) else list(analyses)
+
+
+def _pooled(per_seed: Sequence[Sequence[float]], n_resamples: int, seed: int) -> tuple[float, float]:
+    from concord.stats import bootstrap_se_seeds_questions
+
+    m = np.asarray(per_seed, dtype=float)
+    se = bootstrap_se_seeds_questions(m, n_resamples, seed) if m.shape[1] >= 2 else float("nan")
+    return float(m.mean()), se
+
+
+def figure2_left_frame(analyses: Mapping[str, dict | Sequence[dict]], n_resamples: int = 2000,
+                       seed: int = 0) -> pd.DataFrame:
+    """Per model and method: accuracy at the full N, mean over seeds and questions ± bootstrap SE
+    over both. ``analyses``: model label -> its analysis per seed (``code-analyze`` outputs)."""
     rows = []
-    for label, a in analyses.items():
+    for label, runs in analyses.items():
+        runs = _seeds(runs)
+        ids = [q["question_id"] for q in runs[0]["per_question"]]
         for m in LEFT_METHODS:
-            if m in a["methods"]:
-                rows.append({"model": label, "method": m, "n": a["n"], "accuracy": a["methods"][m]["accuracy"],
-                             "se": a["methods"][m]["se"], "n_questions": a["n_questions"]})
-    return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se", "n_questions"])
+            if m not in runs[0]["methods"]:
+                continue
+            per_seed = []
+            for a in runs:
+                by_id = {q["question_id"]: q[m] for q in a["per_question"]}
+                per_seed.append([by_id[q] for q in ids])
+            acc, se = _pooled(per_seed, n_resamples, seed)
+            rows.append({"model": label, "method": m, "n": runs[0]["n"], "accuracy": acc, "se": se,
+                         "n_questions": runs[0]["n_questions"], "n_seeds": len(runs)})
+    return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se", "n_questions", "n_seeds"])
 
 
 def figure2_left(frame: pd.DataFrame):
@@ -61,9 +85,18 @@ def figure2_left(frame: pd.DataFrame):
     return fig
 
 
-def figure2_right_frame(analysis: dict, label: str) -> pd.DataFrame:
-    rows = [{"model": label, **r} for r in analysis["scaling"]]
-    return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se"])
+def figure2_right_frame(analyses: dict | Sequence[dict], label: str, n_resamples: int = 2000,
+                        seed: int = 0) -> pd.DataFrame:
+    """Accuracy versus N for one model, mean over seeds and questions ± bootstrap SE over both."""
+    runs = _seeds(analyses)
+    rows = []
+    for entry in runs[0]["scaling_per_question"]:
+        per_seed = [next(e["values"] for e in a["scaling_per_question"]
+                         if e["method"] == entry["method"] and e["n"] == entry["n"]) for a in runs]
+        acc, se = _pooled(per_seed, n_resamples, seed)
+        rows.append({"model": label, "method": entry["method"], "n": entry["n"], "accuracy": acc, "se": se,
+                     "n_seeds": len(runs)})
+    return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se", "n_seeds"])
 
 
 def figure2_right(frame: pd.DataFrame):
@@ -92,18 +125,41 @@ def figure2_right(frame: pd.DataFrame):
 
 
 # ------------------------------------------------------------------ Tables 1 and 2
+#
+# The FMV paper reports "bootstrapped standard errors of the mean"; over 3 seeds, the mean is
+# over seeds and questions and the bootstrap resamples both (concord.stats).
 
 
-def table1(metrics: Mapping[str, Mapping[str, pd.DataFrame]], labels: Mapping[str, str], n: int,
+def _matrix(frames: Sequence[pd.DataFrame], column: str) -> np.ndarray:
+    """(seeds x questions) values of ``column``, questions aligned by id across seeds."""
+    ids = list(frames[0]["question_id"])
+    rows = []
+    for frame in frames:
+        by_id = dict(zip(frame["question_id"], frame[column]))
+        if set(by_id) != set(ids):
+            raise ValueError(f"seeds disagree on the questions of column {column!r}")
+        rows.append([by_id[q] for q in ids])
+    return np.asarray(rows, dtype=float)
+
+
+def mean_and_se(frames: Sequence[pd.DataFrame], column: str, n_resamples: int, seed: int) -> tuple[float, float]:
+    """Grand mean of ``column`` over seeds and questions, and its bootstrap SE (NaN for one question)."""
+    from concord.stats import bootstrap_se_seeds_questions
+
+    m = _matrix(frames, column)
+    se = bootstrap_se_seeds_questions(m, n_resamples, seed) if m.shape[1] >= 2 else float("nan")
+    return float(m.mean()), se
+
+
+def table1(metrics: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], labels: Mapping[str, str], n: int,
            n_resamples: int, seed: int) -> pd.DataFrame:
-    """Rows: arms (base first); columns: mean@N on the train and hold-out halves, ± bootstrap SE."""
+    """Rows: arms (base first); columns: mean@N on the train and hold-out halves, ± bootstrap SE.
+    ``metrics``: arm -> split -> one per-question frame per seed."""
     rows = []
     for arm, splits in metrics.items():
-        row = {"method": labels.get(arm, arm)}
+        row = {"method": labels.get(arm, arm), "n_seeds": len(splits["train"])}
         for split in ("train", "holdout"):
-            v = splits[split]["mean"].to_numpy()
-            row[f"{split}_mean"] = float(v.mean())
-            row[f"{split}_se"] = bootstrap_se(v, n_resamples, seed)
+            row[f"{split}_mean"], row[f"{split}_se"] = mean_and_se(splits[split], "mean", n_resamples, seed)
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame.attrs["n"] = n
@@ -119,15 +175,13 @@ def table1_display(frame: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def table2(entries: Sequence[tuple[str, pd.DataFrame]], n: int, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Rows: (label, per-question metrics); columns mean@N, FMV and best@N, ± bootstrap SE."""
+def table2(entries: Sequence[tuple[str, Sequence[pd.DataFrame]]], n: int, n_resamples: int, seed: int) -> pd.DataFrame:
+    """Rows: (label, one per-question frame per seed); columns mean@N, FMV and best@N, ± bootstrap SE."""
     rows = []
-    for label, frame in entries:
-        row = {"method": label}
+    for label, frames in entries:
+        row = {"method": label, "n_seeds": len(frames)}
         for m in ("mean", "fmv", "best"):
-            v = frame[m].to_numpy()
-            row[m] = float(v.mean())
-            row[f"{m}_se"] = bootstrap_se(v, n_resamples, seed)
+            row[m], row[f"{m}_se"] = mean_and_se(frames, m, n_resamples, seed)
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs["n"] = n
@@ -142,6 +196,12 @@ def table2_display(frame: pd.DataFrame) -> pd.DataFrame:
         "FMV (%)": [_pm(v, s) for v, s in zip(frame["fmv"], frame["fmv_se"])],
         f"best@{n} (%)": [_pm(v, s) for v, s in zip(frame["best"], frame["best_se"])],
     })
+
+
+def ttrl_label(target: str, train_n: int) -> str:
+    """A trained policy's row label, naming its training budget apart from the evaluation's N."""
+    name = {"fmv": "Joint", "fmv_pointwise": "Pointwise"}[target]
+    return f"+ {name} (trained with N = {train_n} roll-outs)"
 
 
 def figure_display(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,93 @@
+"""FMV tables over seeds (mean and bootstrap SE over questions and seeds), their labels, and each
+job's settings resolved from config/paper_fmv.yaml (budgets, engine context, judge)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from concord.code import report, settings
+from concord.stats import bootstrap_se, bootstrap_se_seeds_questions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_two_way_bootstrap_holds_question_and_seed_noise():
+    rng = np.random.default_rng(0)
+    questions = rng.random(60)
+    one_seed = bootstrap_se_seeds_questions(questions[None, :], 4000, 1)
+    assert one_seed == pytest.approx(bootstrap_se(questions, 4000, 1), rel=0.1)
+    # identical seeds add nothing; seeds that disagree add their spread
+    same = np.tile(questions, (3, 1))
+    assert bootstrap_se_seeds_questions(same, 4000, 1) == pytest.approx(one_seed, rel=0.1)
+    shifted = questions[None, :] + np.array([[-0.2], [0.0], [0.2]])
+    assert bootstrap_se_seeds_questions(shifted, 4000, 1) > 1.5 * one_seed
+    # only seed noise: the SE of a mean of 3 seed means (bootstrap: population sd / sqrt(3))
+    only_seeds = np.array([[0.2] * 10, [0.5] * 10, [0.8] * 10])
+    assert bootstrap_se_seeds_questions(only_seeds, 20000, 2) == pytest.approx(np.std([0.2, 0.5, 0.8]) / np.sqrt(3),
+                                                                              rel=0.05)
+    assert bootstrap_se_seeds_questions(only_seeds, 100, 3) == bootstrap_se_seeds_questions(only_seeds, 100, 3)
+    with pytest.raises(ValueError, match="at least 2 questions"):
+        bootstrap_se_seeds_questions([[0.5]])
+
+
+def _metrics(values, ids=("a", "b", "c", "d")):
+    return pd.DataFrame({"question_id": list(ids), "mean": values, "fmv": values, "best": values})
+
+
+def test_tables_pool_seeds_and_label_training_budgets():
+    seeds = [_metrics([1.0, 0.0, 0.5, 0.5]), _metrics([0.5, 0.5, 0.0, 1.0], ids=("d", "c", "b", "a"))]
+    frame = report.table2([("Base", seeds[:1]), (report.ttrl_label("fmv", 128), seeds)], 64, 500, 0)
+    assert frame["n_seeds"].tolist() == [1, 2]
+    assert frame["mean"].tolist() == pytest.approx([0.5, 0.5 * (0.5 + 0.5)])
+    assert frame["mean_se"].iloc[1] > 0
+    display = report.table2_display(frame)
+    assert display["Training Method"].iloc[1] == "+ Joint (trained with N = 128 roll-outs)"
+    assert list(display.columns) == ["Training Method", "mean@64 (%)", "FMV (%)", "best@64 (%)"]
+    t1 = report.table1({"base": {"train": seeds, "holdout": seeds}}, {"base": "Base"}, 64, 500, 0)
+    assert t1["train_mean"].iloc[0] == pytest.approx(0.5) and t1["n_seeds"].iloc[0] == 2
+    with pytest.raises(ValueError, match="seeds disagree"):
+        report.table2([("x", [seeds[0], _metrics([1, 1, 1], ids=("a", "b", "c"))])], 64, 500, 0)
+
+
+def _paper_fmv():
+    config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    overlay = yaml.safe_load((ROOT / "config" / "paper_fmv.yaml").read_text())
+    return {**config, **overlay}
+
+
+def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
+    config = _paper_fmv()
+    budgets = {m: settings.generation_budget(config, m) for m in settings.section(config)["models"]}
+    assert budgets == {"qwen3-4b-instruct-2507": 8192, "qwen3-30b-a3b-instruct-2507": 8192,
+                       "qwen3-4b-thinking-2507": 16384, "qwen3-30b-a3b-thinking-2507": 16384}
+    for model, budget in budgets.items():
+        sampling = settings.sampling_settings(config, model)
+        assert (sampling["n"], sampling["temperature"], sampling["top_p"]) == (64, 0.6, 0.95)  # Appendix A
+        engine = settings.generation_engine(config, model)
+        assert engine["max_model_len"] == sampling["max_prompt_tokens"] + budget
+        assert settings.thinking(config, model) == ("thinking" in model)
+        judge = settings.judge_settings(config, model)["judge"]
+        # GenCluster's judge is the generating model; its budget leaves room for its reasoning
+        assert judge["model"] == model and judge["max_new_tokens"] == budget and judge["thinking"] == ("thinking" in model)
+        assert judge["engine"]["max_model_len"] == judge["max_prompt_tokens"] + budget
+    gencluster = settings.section(config, "gencluster")
+    assert gencluster["rounds"] >= 1 and gencluster["max_clusters"] is None
+    bench = settings.section(config)["benchmarks"]["lcb_v6"]
+    assert bench["version"] == "v6" and "start_date" not in bench  # LiveCodeBench's own release definition
+    assert settings.section(config)["seeds"] == [0, 1, 2]
+    assert settings.section(config, "ttrl")["table1_n_vote"] == {"fmv": 128, "fmv_pointwise": 32}
+    assert settings.section(config, "ttrl")["table2_n_vote"] == [32, 128]
+
+
+def test_settings_name_unknown_models_and_keys():
+    config = {"models": {"m": {"source": "tiny-random"}}, "code": {"gencluster": {"judge": {"model": "judge-x"}}}}
+    assert settings.generation_budget(config, "m") == 8192 and not settings.thinking(config, "m")
+    with pytest.raises(KeyError, match="'judge-x' is in neither code.models nor models"):
+        settings.judge_settings(config, "m")
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['budget'\]"):
+        settings.section({"code": {"sampling": {"budget": 3}}}, "sampling")
