@@ -91,3 +91,17 @@ def test_settings_name_unknown_models_and_keys():
         settings.judge_settings(config, "m")
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['budget'\]"):
         settings.section({"code": {"sampling": {"budget": 3}}}, "sampling")
+
+
+def test_validation_curves_pool_seeds_and_plot(tmp_path):
+    from concord import io
+
+    seed0 = pd.DataFrame({"step": [0, 2, 4], "val_pass_at_1": [0.30, 0.40, 0.38]})
+    seed1 = pd.DataFrame({"step": [0, 2], "val_pass_at_1": [0.32, 0.36]})  # stopped earlier
+    frame = report.validation_frame({"Joint (N = 128)": [seed0, seed1], "Pointwise (N = 32)": [seed1]})
+    joint = frame[frame["run"] == "Joint (N = 128)"]
+    assert joint["step"].tolist() == [0, 2, 4] and joint["n_seeds"].tolist() == [2, 2, 1]
+    assert joint["val_pass_at_1"].tolist() == pytest.approx([0.31, 0.38, 0.38])
+    assert joint["max"].iloc[1] == pytest.approx(0.40) and joint["min"].iloc[1] == pytest.approx(0.36)
+    paths = io.save_figure(report.validation_figure(frame), tmp_path / "validation")
+    assert sorted(p.suffix for p in paths) == [".pdf", ".png"] and all(p.stat().st_size > 0 for p in paths)

@@ -204,6 +204,40 @@ def ttrl_label(target: str, train_n: int) -> str:
     return f"+ {name} (trained with N = {train_n} roll-outs)"
 
 
+# ------------------------------------------------------------------ TTRL validation curves
+
+
+def validation_frame(curves: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFrame:
+    """Validation pass@1 per training step, mean over seeds, for each run label. ``curves``:
+    label -> one ``validation.csv`` (step, val_pass_at_1, ...) per seed."""
+    rows = []
+    for label, frames in curves.items():
+        pooled = pd.concat([f[["step", "val_pass_at_1"]].assign(seed=i) for i, f in enumerate(frames)])
+        for step, g in pooled.groupby("step", sort=True):
+            rows.append({"run": label, "step": int(step), "val_pass_at_1": float(g["val_pass_at_1"].mean()),
+                         "min": float(g["val_pass_at_1"].min()), "max": float(g["val_pass_at_1"].max()),
+                         "n_seeds": int(g["seed"].nunique())})
+    return pd.DataFrame(rows, columns=["run", "step", "val_pass_at_1", "min", "max", "n_seeds"])
+
+
+def validation_figure(frame: pd.DataFrame):
+    """Held-out validation pass@1 (%) versus training step: where training saturated and stopped."""
+    from concord.plots import new_figure
+
+    fig, ax = new_figure(width=4.2, height=3.0)
+    for label, g in frame.groupby("run", sort=False):
+        g = g.sort_values("step")
+        line, = ax.plot(g["step"], 100 * g["val_pass_at_1"], marker="o", ms=3, label=label)
+        if (g["n_seeds"] > 1).any():  # the seeds' range
+            ax.fill_between(g["step"], 100 * g["min"], 100 * g["max"], color=line.get_color(), alpha=0.15, linewidth=0)
+        last = g.iloc[-1]
+        ax.plot([last["step"]], [100 * last["val_pass_at_1"]], marker="x", ms=6, color=line.get_color())
+    ax.set_xlabel("training step (x: last validation, where training stopped)")
+    ax.set_ylabel("validation pass@1 (%)")
+    ax.legend(fontsize="small", frameon=False)
+    return fig
+
+
 def figure_display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "Model": frame["model"],
