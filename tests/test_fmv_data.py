@@ -190,7 +190,7 @@ def test_code_data_humaneval_without_max_inputs_keeps_every_recorded_input(tmp_p
 
 
 def test_code_is_taken_from_the_answer_after_the_reasoning():
-    from concord.code.extract import final_answer
+    from concord.papers.fmv.extract import final_answer
 
     draft = "```python\ndef f(x):\n    return 0\n```"
     answer = "```python\ndef f(x):\n    return x + 1\n```"

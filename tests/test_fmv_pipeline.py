@@ -159,3 +159,16 @@ def test_generate_and_one_ttrl_step_with_a_tiny_model(tmp_path, tiny_model):
     assert log_rows and log_rows[-1]["step"] == 1 and "reward" in log_rows[-1]
     assert io.read_json(out / "provenance.json")["arm"] == "fmv_pointwise"
     assert not (tmp_path / "ckpt").exists()  # checkpoints removed after success
+
+
+def test_generation_refuses_prompts_over_the_prompt_budget(tmp_path, tiny_model):
+    data = tmp_path / "lcb.jsonl"
+    assert main(["fmv-data", "--benchmark-spec", json.dumps({"source": "livecodebench", "path": str(FIXTURE)}),
+                 "--out", str(data)]) == 0
+    sampling = json.dumps({"n": 1, "max_new_tokens": 4, "max_prompt_tokens": 64})
+    with pytest.raises(ValueError, match=r"3 prompt\(s\) exceed fmv.sampling.max_prompt_tokens = 64 tokens: abc900_a"):
+        main(["fmv-generate", "--data", str(data), "--model-dir", str(tiny_model), "--out", str(tmp_path / "c.parquet"),
+              "--sampling", sampling, "--engine", json.dumps({"backend": "hf", "batch_size": 8})])
+    with pytest.raises(SystemExit, match="unknown key"):
+        main(["fmv-generate", "--data", str(data), "--model-dir", str(tiny_model), "--out", str(tmp_path / "c.parquet"),
+              "--sampling", json.dumps({"n": 1, "max_tokens": 4}), "--engine", json.dumps({"backend": "hf"})])

@@ -1,6 +1,9 @@
 # Variables and input/param functions of the FMV rules (rules/fmv/fmv.smk).
 import shlex as _shlex
 
+from concord.papers.fmv import report as _fmv_report
+from concord.papers.fmv import settings as _fmv_settings
+
 shell_quote = _shlex.quote
 FMV = config.get("fmv") or {}
 FMV_ENABLED = bool(FMV.get("enabled", True))
@@ -58,8 +61,25 @@ def _train_overrides(wildcards):
 
 
 def _judge_dir(wildcards):
-    judge = (FMV.get("gencluster") or {}).get("judge") or wildcards.cmodel
-    return _fmv_model_dir(judge)
+    return _fmv_model_dir(_fmv_settings.judge_model(config, wildcards.cmodel))
+
+
+# Per-model settings (concord.papers.fmv.settings): the model's generation budget, an engine
+# context that holds prompt + budget, GenCluster's judge resolved, the reasoning flag.
+def _generation_sampling(wildcards):
+    return as_json(_fmv_settings.sampling_settings(config, wildcards.cmodel))
+
+
+def _generation_engine(wildcards):
+    return as_json(_fmv_settings.generation_engine(config, wildcards.cmodel))
+
+
+def _gencluster_spec(wildcards):
+    return as_json(_fmv_settings.judge_settings(config, wildcards.cmodel))
+
+
+def _thinking_flag(wildcards):
+    return "--thinking" if _fmv_settings.thinking(config, wildcards.cmodel) else ""
 
 
 def _analysis_inputs(wildcards):
@@ -96,42 +116,47 @@ _TT_MODEL = FMV_TTRL.get("model") or (FMV_MODELS[0] if FMV_MODELS else None)
 _TT_BENCH = FMV_TTRL.get("benchmark") or (FMV_BENCHMARKS[0] if FMV_BENCHMARKS else None)
 
 
-_TT_SEED = FMV_SEEDS[0]
-
-
 _TT_ARMS = list(FMV_TTRL.get("arms", ["fmv", "fmv_pointwise"]))
 
 
+# Table 1's training budget per arm (the paper's Table 1 rows are its Table 2 runs Joint N = 128
+# and Pointwise N = 32); the schema default carries them, a config may override per arm.
+_TT1_N = {arm: int(n) for arm, n in (FMV_TTRL.get("table1_n_vote") or {"fmv": 128, "fmv_pointwise": 32}).items()}
+
+
 _TT_LABELS = {"base": f"Base ({_fmv_label(_TT_MODEL)})" if _TT_MODEL else "Base",
-              "fmv": "with FMV TTRL", "fmv_pointwise": "with Pointwise-FMV TTRL"}
+              **{arm: _fmv_report.ttrl_label(arm, _TT1_N.get(arm, 0)) for arm in _TT_ARMS}}
 
 
-def _exec_path(policy, evalset):
-    return f"{CR}/exec/{_TT_MODEL}/{_TT_BENCH}/{policy}/seed{_TT_SEED}/{evalset}.parquet"
+def _exec_path(policy, evalset, seed):
+    return f"{CR}/exec/{_TT_MODEL}/{_TT_BENCH}/{policy}/seed{seed}/{evalset}.parquet"
 
 
 def _table1_execs():
-    # Each policy samples once on the whole benchmark; the table splits its questions into the
-    # train and hold-out halves (the same draws as sampling each half on its own).
-    out = {"base:train": _exec_path("base", "all"), "base:holdout": _exec_path("base", "all")}
-    n = int(FMV_TTRL.get("table1_n_vote", 64))
-    for arm in _TT_ARMS:
-        for evalset in ("train", "holdout"):
-            out[f"{arm}:{evalset}"] = _exec_path(f"ttrl-{arm}-half-n{n}", "all")
+    """(key, path) per seed. Each policy samples once on the whole benchmark; the table splits
+    its questions into the train and hold-out halves (the same draws as sampling each half)."""
+    out = []
+    for seed in FMV_SEEDS:
+        out += [("base:train", _exec_path("base", "all", seed)), ("base:holdout", _exec_path("base", "all", seed))]
+        for arm in _TT_ARMS:
+            if arm not in _TT1_N:
+                raise ValueError(f"fmv.ttrl.table1_n_vote has no budget for arm {arm!r}; give one per arm in fmv.ttrl.arms")
+            for evalset in ("train", "holdout"):
+                out.append((f"{arm}:{evalset}", _exec_path(f"ttrl-{arm}-half-n{_TT1_N[arm]}", "all", seed)))
     return out
 
 
 def _table2_execs():
-    out = {f"Base ({_fmv_label(_TT_MODEL)})": _exec_path("base", "all")}
+    """(row label, path) per seed, rows in the paper's order."""
+    rows = [(f"Base ({_fmv_label(_TT_MODEL)})", "base")]
     for n in FMV_TTRL.get("table2_n_vote", [32, 128]):
-        for arm, name in (("fmv", "Joint"), ("fmv_pointwise", "Pointwise")):
-            if arm in _TT_ARMS:
-                out[f"with {name} (N={n})"] = _exec_path(f"ttrl-{arm}-full-n{n}", "all")
-    return out
+        rows += [(_fmv_report.ttrl_label(arm, n), f"ttrl-{arm}-full-n{n}") for arm in ("fmv", "fmv_pointwise")
+                 if arm in _TT_ARMS]
+    return [(label, _exec_path(policy, "all", seed)) for label, policy in rows for seed in FMV_SEEDS]
 
 
-def _pairs_args(mapping):
-    return " ".join(f"--exec {shell_quote(f'{k}={v}')}" for k, v in mapping.items())
+def _pairs_args(pairs):
+    return " ".join(f"--exec {shell_quote(f'{k}={v}')}" for k, v in pairs)
 
 
 def fmv_targets():

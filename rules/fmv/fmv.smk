@@ -100,8 +100,8 @@ rule fmv_generate:
     output:
         f"{CR}/candidates/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
     params:
-        sampling=as_json(FMV.get("sampling", {})),
-        engine=as_json(ENGINE),
+        sampling=_generation_sampling,
+        engine=_generation_engine,
     threads: 2
     log:
         f"{LOGS}/fmv/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
@@ -129,6 +129,7 @@ rule fmv_execute:
         f"{CR}/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.parquet",
     params:
         exec=as_json(FMV_EXEC),
+        thinking=_thinking_flag,
     threads: FMV_WORKERS
     log:
         f"{LOGS}/fmv/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
@@ -142,7 +143,7 @@ rule fmv_execute:
     shell:
         audited(
             "python -m concord fmv-execute --data {input.data:q} --candidates {input.candidates:q} --out {output:q}"
-            " --exec {params.exec:q} --workers {threads} --rule fmv_execute > {log:q} 2>&1"
+            " --exec {params.exec:q} --workers {threads} {params.thinking} --rule fmv_execute > {log:q} 2>&1"
         )
 
 
@@ -150,11 +151,12 @@ rule fmv_gencluster:
     input:
         data=f"{CR}/data/{{cbench}}.jsonl",
         exec=f"{CR}/exec/{{cmodel}}/{{cbench}}/base/seed{{seed}}/all.parquet",
+        candidates=f"{CR}/candidates/{{cmodel}}/{{cbench}}/base/seed{{seed}}/all.parquet",
         judge=_judge_dir,
     output:
         f"{CR}/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.json",
     params:
-        gencluster=as_json(FMV.get("gencluster", {})),
+        gencluster=_gencluster_spec,
         engine=as_json(ENGINE),
     threads: 2
     log:
@@ -170,7 +172,7 @@ rule fmv_gencluster:
     shell:
         audited(
             "python -m concord fmv-gencluster --data {input.data:q} --exec-table {input.exec:q}"
-            " --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
+            " --candidates {input.candidates:q} --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
             " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule fmv_gencluster > {log:q} 2>&1"
         )
 
@@ -203,7 +205,8 @@ rule fmv_analyze:
 
 rule fmv_figure2:
     input:
-        expand(f"{CR}/analysis/{{cmodel}}/{{{{cbench}}}}/seed{FMV_SEEDS[0]}.json", cmodel=FMV_MODELS),
+        # every model, every seed: the figure pools seeds (mean, bootstrap SE over questions and seeds)
+        expand(f"{CR}/analysis/{{cmodel}}/{{{{cbench}}}}/seed{{seed}}.json", cmodel=FMV_MODELS, seed=FMV_SEEDS),
     output:
         left_png=f"{CR}/figures/{{cbench}}/figure2_left.png",
         left_pdf=f"{CR}/figures/{{cbench}}/figure2_left.pdf",
@@ -217,8 +220,10 @@ rule fmv_figure2:
         right_tex=f"{CR}/figures/{{cbench}}/figure2_right.tex",
     params:
         analyses=lambda wc, input: " ".join(
-            f"--analysis {shell_quote(_fmv_label(m) + '=' + p)}" for m, p in zip(FMV_MODELS, input)
+            f"--analysis {shell_quote(_fmv_label(m) + '=' + p)}"
+            for m, p in zip([m for m in FMV_MODELS for _ in FMV_SEEDS], input)
         ),
+        resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
         right=lambda wc: shell_quote(_fmv_label(FMV.get("figure2_right") or FMV_MODELS[0])),
         out_dir=lambda wc, output: os.path.dirname(output.left_png),
     log:
@@ -229,6 +234,7 @@ rule fmv_figure2:
     shell:
         audited(
             "python -m concord fmv-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
+            " --n-resamples {params.resamples}"
             " --rule fmv_figure2 > {log:q} 2>&1"
         )
 
@@ -281,7 +287,7 @@ rule fmv_table1:
     input:
         train=f"{CR}/data/{_TT_BENCH}.train.jsonl",
         holdout=f"{CR}/data/{_TT_BENCH}.holdout.jsonl",
-        execs=list(dict.fromkeys(_table1_execs().values())),
+        execs=list(dict.fromkeys(p for _, p in _table1_execs())),
     output:
         csv=f"{CR}/tables/table1.csv",
         md=f"{CR}/tables/table1.md",
@@ -308,7 +314,7 @@ rule fmv_table1:
 rule fmv_table2:
     input:
         data=f"{CR}/data/{_TT_BENCH}.jsonl",
-        execs=list(_table2_execs().values()),
+        execs=list(dict.fromkeys(p for _, p in _table2_execs())),
     output:
         csv=f"{CR}/tables/table2.csv",
         md=f"{CR}/tables/table2.md",

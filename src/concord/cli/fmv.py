@@ -43,12 +43,23 @@ def _read_parquet(path):
     return pd.read_parquet(path)
 
 
+def _section(path: str, values: dict | None) -> dict:
+    """A config section with the schema's defaults (the one resolver; no command keeps its own)."""
+    from concord.config import resolve
+
+    try:
+        return resolve(path, values)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+
+
 def _exec_settings(spec: dict, workers: int | None = None):
     from concord.papers.fmv.grading import ExecSettings
 
-    return ExecSettings(timeout_s=float(spec.get("timeout_s", 6.0)), memory_mb=int(spec.get("memory_mb", 1024)),
-                        sandbox=spec.get("sandbox"), workers=workers or spec.get("workers"),
-                        max_output_bytes=int(spec.get("max_output_bytes", 4 * 1024 * 1024)))
+    spec = _section("fmv.execution", spec)
+    return ExecSettings(timeout_s=float(spec["timeout_s"]), memory_mb=int(spec["memory_mb"]),
+                        sandbox=spec["sandbox"], workers=workers or spec["workers"],
+                        max_output_bytes=int(spec["max_output_bytes"]))
 
 
 def _register(args, outputs, inputs, config) -> None:
@@ -128,13 +139,13 @@ def cmd_generate(args) -> int:
     from concord.engines import SamplingParams, load_engine
 
     records = _read_questions(args.data)
-    sampling, engine_spec = args.sampling, dict(args.engine)
-    params = SamplingParams(n=int(sampling["n"]), temperature=float(sampling.get("temperature", 1.0)),
-                            top_p=float(sampling.get("top_p", 1.0)),
-                            max_new_tokens=int(sampling.get("max_new_tokens", 512)), seed=args.seed)
+    sampling, engine_spec = _section("fmv.sampling", args.sampling), dict(args.engine)
+    params = SamplingParams(n=int(sampling["n"]), temperature=float(sampling["temperature"]),
+                            top_p=float(sampling["top_p"]), max_new_tokens=int(sampling["max_new_tokens"]),
+                            seed=args.seed)
     backend = engine_spec.pop("backend", "hf")
     engine = load_engine(backend, args.model_dir, threads=args.threads, seed=args.seed, **engine_spec)
-    frame = generate_candidates(records, engine, params)
+    frame = generate_candidates(records, engine, params, max_prompt_tokens=int(sampling["max_prompt_tokens"]))
     prov = provenance.record(step="fmv-generate", config={"sampling": sampling, "engine": args.engine},
                              seed=args.seed, inputs=[args.data], model_dir=str(args.model_dir))
     io.write_parquet(args.out, frame, metadata=prov)
@@ -166,8 +177,10 @@ def cmd_gencluster(args) -> int:
 
     records = _read_questions(args.data)
     questions = load_exec(records, _read_parquet(args.exec_table))
-    spec = args.gencluster
-    judge_spec = dict(spec.get("judge") or {})
+    given = dict(args.gencluster.get("judge") or {})
+    resolved_by_rule = {k: given.pop(k) for k in ("engine", "thinking") if k in given}  # not config keys
+    judge_spec = {**_section("fmv.gencluster.judge", given), **resolved_by_rule}
+    spec = _section("fmv.gencluster", {k: v for k, v in args.gencluster.items() if k != "judge"})
     if not isinstance(judge_spec.get("max_new_tokens"), int):
         raise SystemExit("--gencluster needs judge.max_new_tokens resolved to a number (the rule resolves it from "
                          "the judge model's generation budget)")
@@ -175,9 +188,9 @@ def cmd_gencluster(args) -> int:
     backend = engine_spec.pop("backend", "hf")
     engine = load_engine(backend, args.model_dir, threads=args.threads, seed=args.seed, **engine_spec)
     judge = engine_judge(engine, max_new_tokens=judge_spec["max_new_tokens"],
-                         temperature=float(judge_spec.get("temperature", 0.6)),
-                         top_p=float(judge_spec.get("top_p", 0.95)), seed=args.seed)
-    representative = spec.get("representative", "longest")
+                         temperature=float(judge_spec["temperature"]), top_p=float(judge_spec["top_p"]),
+                         seed=args.seed)
+    representative = spec["representative"]
     lengths = None
     if representative == "longest":
         if not args.candidates:
@@ -185,9 +198,9 @@ def cmd_gencluster(args) -> int:
         lengths = grouped_lengths(records, _read_parquet(args.candidates))
     tournaments = gencluster_tournaments(
         records, [q.programs for q in questions], [q.vectors for q in questions], judge,
-        rounds=int(spec.get("rounds", 4)), max_clusters=spec.get("max_clusters"), representative=representative,
+        rounds=int(spec["rounds"]), max_clusters=spec["max_clusters"], representative=representative,
         lengths=lengths, thinking=bool(judge_spec.get("thinking", False)),
-        max_unparsed_fraction=float(spec.get("max_unparsed_fraction", 0.05)), seed=args.seed,
+        max_unparsed_fraction=float(spec["max_unparsed_fraction"]), seed=args.seed,
     )
     picks = {r["id"]: t.selected for r, t in zip(records, tournaments)}
     inputs = [args.data, args.exec_table] + ([args.candidates] if args.candidates else [])
@@ -217,12 +230,12 @@ def cmd_analyze(args) -> int:
 
     records = _read_questions(args.data)
     exec_table = _read_parquet(args.exec_table)
-    spec = args.analysis
+    spec = _section("fmv.analysis", args.analysis)
     embeddings = None
     inputs = [args.data, args.exec_table]
     semantic = None
     if spec.get("semantic", True):
-        from concord.code.baselines import embedder_record, load_embedder
+        from concord.papers.fmv.baselines import embedder_record, load_embedder
 
         if not args.candidates:
             raise SystemExit("semantic voting needs --candidates (the completions' text)")

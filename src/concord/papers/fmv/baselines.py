@@ -176,12 +176,12 @@ _BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\text\s*\{)?\s*([AB])\s*\}")
 def parse_verdict(reply: str, *, thinking: bool = False) -> str | None:
     """'A' or 'B' from a judge's reply, else None.
 
-    Only the answer after the judge's reasoning counts (:func:`concord.code.extract.final_answer`),
+    Only the answer after the judge's reasoning counts (:func:`concord.papers.fmv.extract.final_answer`),
     and only an explicit verdict in the format the prompt asks for ("Final answer: A", also
     "Verdict: B" or ``\\boxed{A}``); the last one wins. A bare letter somewhere in the text is
     not a verdict: reasoning mentions both solutions by name.
     """
-    from concord.code.extract import final_answer
+    from concord.papers.fmv.extract import final_answer
 
     answer = final_answer(reply, thinking=thinking)
     found = [(m.start(), m.group(1).upper()) for rx in (_VERDICT, _BOXED) for m in rx.finditer(answer)]
@@ -295,7 +295,7 @@ def check_verdicts(tournaments: Sequence[Tournament], max_unparsed_fraction: flo
         truncated = sum(t.n_truncated for t in tournaments)
         raise JudgeVerdictError(
             f"{unparsed} of {calls} GenCluster judge replies had no verdict ({truncated} of them cut at the "
-            f"judge's token budget); allowed: {max_unparsed_fraction:.0%}. Raise code.gencluster.judge."
+            f"judge's token budget); allowed: {max_unparsed_fraction:.0%}. Raise fmv.gencluster.judge."
             "max_new_tokens if replies are cut, or use a judge model that ends with 'Final answer: A' or 'B'."
         )
     if unparsed:

@@ -55,11 +55,18 @@ def split_questions(records: Sequence[dict], seed: int) -> tuple[list[dict], lis
 # ------------------------------------------------------------------ generation
 
 
-def generate_candidates(records: Sequence[dict], engine, params) -> pd.DataFrame:
-    """``params.n`` completions per question from ``engine`` (see concord.engines)."""
+def generate_candidates(records: Sequence[dict], engine, params, *, max_prompt_tokens: int | None = None) -> pd.DataFrame:
+    """``params.n`` completions per question from ``engine`` (see concord.engines).
+
+    ``max_prompt_tokens``: the prompt budget the engine's context was sized with (context =
+    prompt budget + ``params.max_new_tokens``); a longer chat-rendered prompt is an error, since
+    the engine would otherwise cut the completion short or refuse the request.
+    """
     from concord.papers.fmv.prompts import generation_messages
 
     conversations = [generation_messages(r) for r in records]
+    if max_prompt_tokens:
+        check_prompt_budget(records, conversations, engine, int(max_prompt_tokens))
     generations = engine.generate(conversations, params)
     rows = []
     for record, gens in zip(records, generations, strict=True):
@@ -67,6 +74,17 @@ def generate_candidates(records: Sequence[dict], engine, params) -> pd.DataFrame
             rows.append({"question_id": record["id"], "rollout_idx": idx, "text": g.text, "n_tokens": int(g.n_tokens),
                          "finish_reason": g.finish_reason, "confidence": float(g.mean_logprob)})
     return pd.DataFrame(rows, columns=["question_id", "rollout_idx", "text", "n_tokens", "finish_reason", "confidence"])
+
+
+def check_prompt_budget(records: Sequence[dict], conversations, engine, max_prompt_tokens: int) -> None:
+    """Raise when a rendered prompt is longer than ``max_prompt_tokens`` tokens."""
+    tokenizer = engine.tokenizer
+    lengths = [len(tokenizer(engine.render(c), add_special_tokens=False)["input_ids"]) for c in conversations]
+    over = [(r["id"], n) for r, n in zip(records, lengths) if n > max_prompt_tokens]
+    if over:
+        shown = ", ".join(f"{qid} ({n})" for qid, n in over[:5])
+        raise ValueError(f"{len(over)} prompt(s) exceed fmv.sampling.max_prompt_tokens = {max_prompt_tokens} tokens: "
+                         f"{shown}; raise it (the engine context grows with it)")
 
 
 def grouped_texts(records: Sequence[dict], candidates: pd.DataFrame) -> list[list[str]]:
@@ -236,7 +254,7 @@ def analyze(
          "n_valid": int(sum(all(o is not None for o in v) for v in q.vectors))}
         for i, q in enumerate(questions)
     ]
-    # each question's accuracy per method and N, so figures can pool seeds (concord.code.report)
+    # each question's accuracy per method and N, so figures can pool seeds (concord.papers.fmv.report)
     scaling_per_question = [{"method": m, "n": int(n), "values": [float(x) for x in v]}
                             for m in curves for n, v in sorted(curves[m].items())]
     return {"n": n_total, "n_questions": len(questions), "methods": summary, "scaling": curve_rows,

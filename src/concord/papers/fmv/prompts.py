@@ -47,7 +47,7 @@ JUDGE_SYSTEM = "You are an expert competitive programmer who reviews solutions c
 
 def judge_messages(question: dict, program_a: str, program_b: str) -> list[dict[str, str]]:
     """Ask which of two programs solves ``question``; the reply must end with
-    "Final answer: A" or "Final answer: B" (what :func:`concord.code.baselines.parse_verdict` reads)."""
+    "Final answer: A" or "Final answer: B" (what :func:`concord.papers.fmv.baselines.parse_verdict` reads)."""
     user = (
         f"### Problem\n{question['prompt'].strip()}\n\n"
         f"### Solution A\n```python\n{program_a.rstrip()}\n```\n\n"

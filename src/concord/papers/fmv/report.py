@@ -157,7 +157,7 @@ def table1(metrics: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], labels: 
     ``metrics``: arm -> split -> one per-question frame per seed."""
     rows = []
     for arm, splits in metrics.items():
-        row = {"method": labels.get(arm, arm), "n_seeds": len(splits["train"])}
+        row = {"arm": arm, "method": labels.get(arm, arm), "n_seeds": len(splits["train"])}
         for split in ("train", "holdout"):
             row[f"{split}_mean"], row[f"{split}_se"] = mean_and_se(splits[split], "mean", n_resamples, seed)
         rows.append(row)
@@ -222,7 +222,7 @@ def validation_frame(curves: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFra
 
 def validation_figure(frame: pd.DataFrame):
     """Held-out validation pass@1 (%) versus training step: where training saturated and stopped."""
-    from concord.plots import new_figure
+    from concord.plotting import new_figure
 
     fig, ax = new_figure(width=4.2, height=3.0)
     for label, g in frame.groupby("run", sort=False):

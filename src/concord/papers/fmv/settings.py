@@ -11,63 +11,34 @@ the paper.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Mapping
 
-SECTION = "code"  # the FMV section of the config
+SECTION = "fmv"  # the FMV section of the config
 
 
 def section(config: Mapping[str, Any], name: str | None = None) -> dict:
-    """The FMV section (or one of its sub-sections), with the schema's defaults filled in."""
+    """The FMV section (or one of its sub-sections), with the schema's defaults filled in
+    (:func:`concord.config.resolve`; unknown keys are errors)."""
+    from concord.config import resolve
+
     fmv = dict(config.get(SECTION) or {})
     if name is None:
         return fmv
-    return _resolve(f"{SECTION}.{name}", fmv.get(name))
-
-
-@functools.lru_cache(maxsize=1)
-def _schema() -> dict:
-    from pathlib import Path
-
-    import yaml
-
-    import concord
-
-    schema = Path(concord.__file__).resolve().parents[2] / "config" / "schema.yaml"
-    return yaml.safe_load(schema.read_text(encoding="utf-8"))
-
-
-def _resolve(path: str, values: Mapping[str, Any] | None) -> dict:
-    """Schema defaults of a nested section overlaid with ``values`` (unknown keys are errors)."""
-    node = _schema()
-    for part in path.split("."):
-        node = node["properties"][part]
-    props = node.get("properties") or {}
-    values = dict(values or {})
-    unknown = sorted(set(values) - set(props))
-    if unknown:
-        raise ValueError(f"unknown key(s) {unknown} in config section '{path}'; known: {sorted(props)}")
-    out = {}
-    for key, spec in props.items():
-        if key in values:
-            out[key] = (_resolve(f"{path}.{key}", values[key])
-                        if spec.get("type") == "object" and spec.get("properties") and isinstance(values[key], Mapping)
-                        else values[key])
-        elif "default" in spec:
-            out[key] = (_resolve(f"{path}.{key}", None) if spec.get("type") == "object" and spec.get("properties")
-                        else spec["default"])
+    out = resolve(f"{SECTION}.{name}", fmv.get(name))
+    if name == "gencluster":  # a nested section: a partial `judge` keeps the defaults of the rest
+        out["judge"] = resolve(f"{SECTION}.gencluster.judge", (fmv.get(name) or {}).get("judge"))
     return out
 
 
 def model_spec(config: Mapping[str, Any], model: str) -> dict:
-    """A code model's spec: ``code.models[model]``, else the top-level ``models[model]``."""
+    """A code model's spec: ``fmv.models[model]``, else the top-level ``models[model]``."""
     own = section(config).get("models") or {}
     if model in own:
         return dict(own[model])
     if model in (config.get("models") or {}):
         return dict(config["models"][model])
     known = sorted(set(own) | set(config.get("models") or {}))
-    raise KeyError(f"model {model!r} is in neither code.models nor models; known: {known}")
+    raise KeyError(f"model {model!r} is in neither fmv.models nor models; known: {known}")
 
 
 def thinking(config: Mapping[str, Any], model: str) -> bool:
@@ -76,7 +47,7 @@ def thinking(config: Mapping[str, Any], model: str) -> bool:
 
 
 def generation_budget(config: Mapping[str, Any], model: str) -> int:
-    """New tokens per completion: the model's own ``max_new_tokens``, else ``code.sampling``'s."""
+    """New tokens per completion: the model's own ``max_new_tokens``, else ``fmv.sampling``'s."""
     own = model_spec(config, model).get("max_new_tokens")
     return int(own if own is not None else section(config, "sampling")["max_new_tokens"])
 
@@ -103,7 +74,7 @@ def generation_engine(config: Mapping[str, Any], model: str) -> dict:
 
 
 def judge_model(config: Mapping[str, Any], model: str) -> str:
-    """GenCluster's judge for candidates of ``model``: ``code.gencluster.judge.model``, else ``model``."""
+    """GenCluster's judge for candidates of ``model``: ``fmv.gencluster.judge.model``, else ``model``."""
     return section(config, "gencluster")["judge"].get("model") or model
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from concord.code import report, settings
+from concord.papers.fmv import report, settings
 from concord.stats import bootstrap_se, bootstrap_se_seeds_questions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_tables_pool_seeds_and_label_training_budgets():
     assert display["Training Method"].iloc[1] == "+ Joint (trained with N = 128 roll-outs)"
     assert list(display.columns) == ["Training Method", "mean@64 (%)", "FMV (%)", "best@64 (%)"]
     t1 = report.table1({"base": {"train": seeds, "holdout": seeds}}, {"base": "Base"}, 64, 500, 0)
-    assert t1["train_mean"].iloc[0] == pytest.approx(0.5) and t1["n_seeds"].iloc[0] == 2
+    assert t1["train_mean"].iloc[0] == pytest.approx(0.5) and t1["n_seeds"].iloc[0] == 2 and t1["arm"].iloc[0] == "base"
     with pytest.raises(ValueError, match="seeds disagree"):
         report.table2([("x", [seeds[0], _metrics([1, 1, 1], ids=("a", "b", "c"))])], 64, 500, 0)
 
@@ -85,12 +85,12 @@ def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
 
 
 def test_settings_name_unknown_models_and_keys():
-    config = {"models": {"m": {"source": "tiny-random"}}, "code": {"gencluster": {"judge": {"model": "judge-x"}}}}
+    config = {"models": {"m": {"source": "tiny-random"}}, "fmv": {"gencluster": {"judge": {"model": "judge-x"}}}}
     assert settings.generation_budget(config, "m") == 8192 and not settings.thinking(config, "m")
-    with pytest.raises(KeyError, match="'judge-x' is in neither code.models nor models"):
+    with pytest.raises(KeyError, match="'judge-x' is in neither fmv.models nor models"):
         settings.judge_settings(config, "m")
-    with pytest.raises(ValueError, match=r"unknown key\(s\) \['budget'\]"):
-        settings.section({"code": {"sampling": {"budget": 3}}}, "sampling")
+    with pytest.raises(ValueError, match=r"unknown key\(s\) 'budget' in config section 'fmv.sampling'"):
+        settings.section({"fmv": {"sampling": {"budget": 3}}}, "sampling")
 
 
 def test_validation_curves_pool_seeds_and_plot(tmp_path):
