@@ -420,7 +420,7 @@ def register(subparsers) -> None:
                    help="JSON: validation sampling (temperature, top_p, max_new_tokens) when training validates")
     p.add_argument("--threads", type=int, default=None)
 
-    p = add("code-figure2", cmd_figure2, "Figure 2: accuracy per method at N (left) and versus N (right)")
+    p = add("fmv-figure2", cmd_figure2, "Figure 2: accuracy per method at N (left) and versus N (right)")
     p.add_argument("--analysis", action="append", required=True,
                    help="LABEL=PATH of a code-analyze output (repeat; once per seed for the same label)")
     p.add_argument("--right", default=None, help="which label the right panel shows (default: the first)")
