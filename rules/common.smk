@@ -90,3 +90,21 @@ def audited(command):
     from concord.audit import register_command
 
     return command + register_command(RESULTS)
+
+
+# Captions live in the checkout's report/ folder (beside rules/), whichever Snakefile includes this.
+REPORT_DIR = os.path.normpath(os.path.join(str(workflow.current_basedir), "..", "report"))
+
+
+def in_report(path, caption, category, subcategory=None, **labels):
+    """Mark an output for the HTML report (`snakemake --report results/report.html`). Captions are
+    reStructuredText under report/ (Jinja sees `snakemake.params`, `.wildcards`, `.config`); a
+    table's caption embeds its CSV (`csv-table`), so the table is read in the page itself."""
+    caption_file = os.path.join(REPORT_DIR, caption)
+    return report(path, caption=caption_file, category=category, subcategory=subcategory, labels=labels or None)
+
+
+def report_caption(folder, stem, fallback="table"):
+    """`folder/stem.rst` when it exists, else the folder's generic caption."""
+    name = f"{folder}/{stem}.rst"
+    return name if os.path.isfile(os.path.join(REPORT_DIR, name)) else f"{folder}/{fallback}.rst"

@@ -22,6 +22,9 @@ rule model:
 
 
 rule data:
+    input:
+        # a TTRL-format benchmark file is an input (tracked, hashed into the manifest)
+        lambda wc: [config["benchmarks"][wc.benchmark]["path"]] if config["benchmarks"][wc.benchmark].get("path") else [],
     output:
         f"{RESULTS}/data/{{benchmark}}.jsonl",
     params:

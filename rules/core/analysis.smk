@@ -8,11 +8,14 @@ rule label_accuracy:
         table=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.csv",
         markdown=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.md",
         latex=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.tex",
-        png=report(
+        png=in_report(
             f"{RESULTS}/figures/figure2/{{model}}_{{benchmark}}_seed{{seed}}.png",
-            caption="../../report/figure2.rst",
-            category="Figure 2",
-            subcategory="{model} / {benchmark}",
+            "core/figure2.rst",
+            "CoRE paper",
+            "Figure 2",
+            model="{model}",
+            benchmark="{benchmark}",
+            seed="{seed}",
         ),
         pdf=f"{RESULTS}/figures/figure2/{{model}}_{{benchmark}}_seed{{seed}}.pdf",
     params:
@@ -42,11 +45,13 @@ rule recovery:
     output:
         questions=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery_questions.csv",
         summary=f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery.json",
-        markdown=report(
+        markdown=in_report(
             f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery.md",
-            caption="../../report/recovery.rst",
-            category="Appendix H",
-            subcategory="{model} / {benchmark}",
+            "core/recovery.rst",
+            "CoRE paper",
+            "Appendix H",
+            model="{model}",
+            benchmark="{benchmark}",
         ),
     params:
         consensus=as_json(section("consensus")),

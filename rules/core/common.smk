@@ -22,7 +22,7 @@ def eval_model_dir(wildcards):
     """What an evaluation reads: the base model, or the trained model of that arm and seed."""
     if wildcards.arm == "base":
         return f"{RESULTS}/models/{wildcards.model}"
-    return train_dir(wildcards.model, wildcards.benchmark, wildcards.arm, wildcards.seed) + "/model"
+    return f"{train_dir(wildcards.model, wildcards.benchmark, wildcards.arm, wildcards.seed)}/model"
 
 
 def figure3_cells():
@@ -33,11 +33,11 @@ def figure3_cells():
 
 
 def figure3_inputs(wildcards=None):
-    return [train_dir(m, b, a, s) + "/log.jsonl" for m, b in figure3_cells() for a in CURVE_ARMS for s in SEEDS]
+    return [f"{train_dir(m, b, a, s)}/log.jsonl" for m, b in figure3_cells() for a in CURVE_ARMS for s in SEEDS]
 
 
 def train_targets():
-    return [train_dir(m, b, a, s) + "/log.jsonl" for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
+    return [f"{train_dir(m, b, a, s)}/log.jsonl" for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
 
 
 def eval_targets():

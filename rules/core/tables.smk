@@ -3,7 +3,7 @@
 Each rule's input is exactly the evaluation or analysis files its command reads (the same
 concord.papers.core.tables / concord.papers.core.figures functions compute both), so a target rebuilds only what it needs.
 Outputs are marked for the HTML report (`snakemake --report results/report.html`), captions in
-report/*.rst. The config sections tables and figures read travel as a JSON param, so editing one of
+report/core/*.rst. The config sections tables and figures read travel as a JSON param, so editing one of
 them reruns the affected targets. Every table and figure is a final output (core_targets(), rules/core/common.smk).
 """
 
@@ -16,11 +16,11 @@ for _table in _tables.report_section(config)["tables"]:
         input:
             _tables.table_inputs(config, _table, RESULTS),
         output:
-            csv=report(
+            csv=in_report(
                 str(_tables.table_outputs(_table, RESULTS)["csv"]),
-                caption="../../report/table.rst",
-                category="Tables",
-                labels={"table": _tables.display_name(_table), "format": "CSV"},
+                "core/table.rst",
+                "CoRE paper",
+                _tables.display_name(_table),
             ),
             md=str(_tables.table_outputs(_table, RESULTS)["md"]),
             tex=str(_tables.table_outputs(_table, RESULTS)["tex"]),
@@ -33,9 +33,10 @@ for _table in _tables.report_section(config)["tables"]:
         conda:
             "../../envs/analysis.yaml"
         shell:
-            "python -m concord core-table --table {params.table} --results {params.results:q}"
-            " --config-json {params.config_json:q} --rule {params.table} --conda-env envs/analysis.yaml"
-            " > {log:q} 2>&1"
+            audited(
+                "python -m concord core-table --table {params.table} --results {params.results:q}"
+                " --config-json {params.config_json:q} > {log:q} 2>&1"
+            )
 
 
 # Figures: input functions, so a figure the config cannot support (e.g. figure5b without all four
@@ -47,12 +48,7 @@ rule figure4:
     input:
         lambda wildcards: _plots.figure_inputs(config, "figure4", RESULTS),
     output:
-        png=report(
-            f"{RESULTS}/figures/figure4.png",
-            caption="../../report/figure4.rst",
-            category="Figures",
-            labels={"figure": "Figure 4", "format": "PNG"},
-        ),
+        png=in_report(f"{RESULTS}/figures/figure4.png", "core/figure4.rst", "CoRE paper", "Figure 4"),
         pdf=f"{RESULTS}/figures/figure4.pdf",
         csv=f"{RESULTS}/figures/figure4.csv",
     params:
@@ -64,9 +60,10 @@ rule figure4:
     conda:
         "../../envs/analysis.yaml"
     shell:
-        "python -m concord core-figure --figure {params.figure} --results {params.results:q}"
-        " --config-json {params.config_json:q} --rule {params.figure} --conda-env envs/analysis.yaml"
-        " > {log:q} 2>&1"
+        audited(
+            "python -m concord core-figure --figure {params.figure} --results {params.results:q}"
+            " --config-json {params.config_json:q} > {log:q} 2>&1"
+        )
 
 
 rule figure5a:
@@ -74,12 +71,7 @@ rule figure5a:
     input:
         lambda wildcards: _plots.figure_inputs(config, "figure5a", RESULTS),
     output:
-        png=report(
-            f"{RESULTS}/figures/figure5a.png",
-            caption="../../report/figure5a.rst",
-            category="Figures",
-            labels={"figure": "Figure 5a", "format": "PNG"},
-        ),
+        png=in_report(f"{RESULTS}/figures/figure5a.png", "core/figure5a.rst", "CoRE paper", "Figure 5a"),
         pdf=f"{RESULTS}/figures/figure5a.pdf",
         csv=f"{RESULTS}/figures/figure5a.csv",
         json=f"{RESULTS}/figures/figure5a.json",
@@ -92,9 +84,10 @@ rule figure5a:
     conda:
         "../../envs/analysis.yaml"
     shell:
-        "python -m concord core-figure --figure {params.figure} --results {params.results:q}"
-        " --config-json {params.config_json:q} --rule {params.figure} --conda-env envs/analysis.yaml"
-        " > {log:q} 2>&1"
+        audited(
+            "python -m concord core-figure --figure {params.figure} --results {params.results:q}"
+            " --config-json {params.config_json:q} > {log:q} 2>&1"
+        )
 
 
 rule figure5b:
@@ -102,12 +95,7 @@ rule figure5b:
     input:
         lambda wildcards: _plots.figure_inputs(config, "figure5b", RESULTS),
     output:
-        png=report(
-            f"{RESULTS}/figures/figure5b.png",
-            caption="../../report/figure5b.rst",
-            category="Figures",
-            labels={"figure": "Figure 5b", "format": "PNG"},
-        ),
+        png=in_report(f"{RESULTS}/figures/figure5b.png", "core/figure5b.rst", "CoRE paper", "Figure 5b"),
         pdf=f"{RESULTS}/figures/figure5b.pdf",
         csv=f"{RESULTS}/figures/figure5b.csv",
     params:
@@ -119,6 +107,7 @@ rule figure5b:
     conda:
         "../../envs/analysis.yaml"
     shell:
-        "python -m concord core-figure --figure {params.figure} --results {params.results:q}"
-        " --config-json {params.config_json:q} --rule {params.figure} --conda-env envs/analysis.yaml"
-        " > {log:q} 2>&1"
+        audited(
+            "python -m concord core-figure --figure {params.figure} --results {params.results:q}"
+            " --config-json {params.config_json:q} > {log:q} 2>&1"
+        )

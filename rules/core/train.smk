@@ -96,14 +96,15 @@ rule figure3:
     input:
         figure3_inputs(),
     output:
-        png=report(
-            f"{RESULTS}/figures/figure3.png",
-            caption="../../report/figure3.rst",
-            category="Figures",
-            labels={"figure": "Figure 3", "format": "PNG"},
-        ),
+        png=in_report(f"{RESULTS}/figures/figure3.png", "core/figure3.rst", "CoRE paper", "Figure 3", item="curves"),
         pdf=f"{RESULTS}/figures/figure3.pdf",
-        csv=f"{RESULTS}/tables/figure3_steps_saved.csv",
+        csv=in_report(
+            f"{RESULTS}/tables/figure3_steps_saved.csv",
+            "core/figure3_steps_saved.rst",
+            "CoRE paper",
+            "Figure 3",
+            item="steps saved",
+        ),
         md=f"{RESULTS}/tables/figure3_steps_saved.md",
         tex=f"{RESULTS}/tables/figure3_steps_saved.tex",
         curves=f"{RESULTS}/tables/figure3_steps_saved_curves.csv",

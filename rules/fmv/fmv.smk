@@ -52,7 +52,8 @@ rule fmv_data:
         # a LiveCodeBench release file is an input (HumanEval ships inside its package)
         lambda wc: [FMV["benchmarks"][wc.cbench]["path"]] if FMV["benchmarks"][wc.cbench].get("path") else [],
     output:
-        f"{CR}/data/{{cbench}}.jsonl",
+        questions=f"{CR}/data/{{cbench}}.jsonl",
+        provenance=f"{CR}/data/{{cbench}}.provenance.json",
     params:
         spec=_fmv_bench_spec,
         exec=as_json(FMV_EXEC),
@@ -68,8 +69,8 @@ rule fmv_data:
         FMV_ENV
     shell:
         audited(
-            "python -m concord fmv-data --benchmark-spec {params.spec:q} --exec {params.exec:q} --out {output:q}"
-            " --rule fmv_data > {log:q} 2>&1"
+            "python -m concord fmv-data --benchmark-spec {params.spec:q} --exec {params.exec:q} --out {output.questions:q}"
+            " > {log:q} 2>&1"
         )
 
 
@@ -89,7 +90,7 @@ rule fmv_split:
     shell:
         audited(
             "python -m concord fmv-split --data {input:q} --seed {params.seed} --train-out {output.train:q}"
-            " --holdout-out {output.holdout:q} --rule fmv_split > {log:q} 2>&1"
+            " --holdout-out {output.holdout:q} > {log:q} 2>&1"
         )
 
 
@@ -117,7 +118,7 @@ rule fmv_generate:
         audited(
             "python -m concord fmv-generate --data {input.data:q} --model-dir {input.model:q} --out {output:q}"
             " --sampling {params.sampling:q} --engine {params.engine:q} --seed {wildcards.seed} --threads {threads}"
-            " --rule fmv_generate > {log:q} 2>&1"
+            " > {log:q} 2>&1"
         )
 
 
@@ -143,7 +144,7 @@ rule fmv_execute:
     shell:
         audited(
             "python -m concord fmv-execute --data {input.data:q} --candidates {input.candidates:q} --out {output:q}"
-            " --exec {params.exec:q} --workers {threads} {params.thinking} --rule fmv_execute > {log:q} 2>&1"
+            " --exec {params.exec:q} --workers {threads} {params.thinking} > {log:q} 2>&1"
         )
 
 
@@ -173,7 +174,7 @@ rule fmv_gencluster:
         audited(
             "python -m concord fmv-gencluster --data {input.data:q} --exec-table {input.exec:q}"
             " --candidates {input.candidates:q} --model-dir {input.judge:q} --out {output:q} --gencluster {params.gencluster:q}"
-            " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} --rule fmv_gencluster > {log:q} 2>&1"
+            " --engine {params.engine:q} --seed {wildcards.seed} --threads {threads} > {log:q} 2>&1"
         )
 
 
@@ -199,7 +200,7 @@ rule fmv_analyze:
         audited(
             "python -m concord fmv-analyze --data {input.data:q} --exec-table {input.exec:q}"
             " --candidates {input.candidates:q} {params.gencluster} --analysis {params.analysis:q}"
-            " --seed {wildcards.seed} --out {output:q} --rule fmv_analyze > {log:q} 2>&1"
+            " --seed {wildcards.seed} --out {output:q} > {log:q} 2>&1"
         )
 
 
@@ -208,16 +209,19 @@ rule fmv_figure2:
         # every model, every seed: the figure pools seeds (mean, bootstrap SE over questions and seeds)
         expand(f"{CR}/analysis/{{cmodel}}/{{{{cbench}}}}/seed{{seed}}.json", cmodel=FMV_MODELS, seed=FMV_SEEDS),
     output:
-        left_png=f"{CR}/figures/{{cbench}}/figure2_left.png",
+        left_png=in_report(f"{CR}/figures/{{cbench}}/figure2_left.png", "fmv/figure2_left.rst", "FMV paper",
+                           "Figure 2", benchmark="{cbench}", panel="left"),
         left_pdf=f"{CR}/figures/{{cbench}}/figure2_left.pdf",
         left_csv=f"{CR}/figures/{{cbench}}/figure2_left.csv",
         left_md=f"{CR}/figures/{{cbench}}/figure2_left.md",
         left_tex=f"{CR}/figures/{{cbench}}/figure2_left.tex",
-        right_png=f"{CR}/figures/{{cbench}}/figure2_right.png",
+        right_png=in_report(f"{CR}/figures/{{cbench}}/figure2_right.png", "fmv/figure2_right.rst", "FMV paper",
+                            "Figure 2", benchmark="{cbench}", panel="right"),
         right_pdf=f"{CR}/figures/{{cbench}}/figure2_right.pdf",
         right_csv=f"{CR}/figures/{{cbench}}/figure2_right.csv",
         right_md=f"{CR}/figures/{{cbench}}/figure2_right.md",
         right_tex=f"{CR}/figures/{{cbench}}/figure2_right.tex",
+        provenance=f"{CR}/figures/{{cbench}}/figure2.provenance.json",
     params:
         analyses=lambda wc, input: " ".join(
             f"--analysis {shell_quote(_fmv_label(m) + '=' + p)}"
@@ -235,7 +239,7 @@ rule fmv_figure2:
         audited(
             "python -m concord fmv-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
             " --n-resamples {params.resamples}"
-            " --rule fmv_figure2 > {log:q} 2>&1"
+            " > {log:q} 2>&1"
         )
 
 
@@ -277,7 +281,7 @@ rule fmv_train:
             " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
             " -m concord fmv-train --data {input.data:q} --model-dir {input.model:q} --out {output.model:q}"
             " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
-            " --training {params.training:q} --exec {params.exec:q} --threads {threads} --rule fmv_train > {log:q} 2>&1"
+            " --training {params.training:q} --exec {params.exec:q} --threads {threads} > {log:q} 2>&1"
             " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/provenance.json {output.provenance:q}"
             " && mv {output.model:q}/validation.csv {output.validation:q}"
         )
@@ -289,7 +293,7 @@ rule fmv_table1:
         holdout=f"{CR}/data/{_TT_BENCH}.holdout.jsonl",
         execs=list(dict.fromkeys(p for _, p in _table1_execs())),
     output:
-        csv=f"{CR}/tables/table1.csv",
+        csv=in_report(f"{CR}/tables/table1.csv", "fmv/table1.rst", "FMV paper", "Table 1"),
         md=f"{CR}/tables/table1.md",
         tex=f"{CR}/tables/table1.tex",
     params:
@@ -307,7 +311,7 @@ rule fmv_table1:
         audited(
             "python -m concord fmv-table1 --train-data {input.train:q} --holdout-data {input.holdout:q} {params.execs}"
             " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} --out-stem {params.stem:q}"
-            " --rule fmv_table1 > {log:q} 2>&1"
+            " > {log:q} 2>&1"
         )
 
 
@@ -316,7 +320,7 @@ rule fmv_table2:
         data=f"{CR}/data/{_TT_BENCH}.jsonl",
         execs=list(dict.fromkeys(p for _, p in _table2_execs())),
     output:
-        csv=f"{CR}/tables/table2.csv",
+        csv=in_report(f"{CR}/tables/table2.csv", "fmv/table2.rst", "FMV paper", "Table 2"),
         md=f"{CR}/tables/table2.md",
         tex=f"{CR}/tables/table2.tex",
     params:
@@ -332,7 +336,7 @@ rule fmv_table2:
     shell:
         audited(
             "python -m concord fmv-table2 --data {input.data:q} {params.execs} --n {params.n}"
-            " --n-resamples {params.resamples} --out-stem {params.stem:q} --rule fmv_table2 > {log:q} 2>&1"
+            " --n-resamples {params.resamples} --out-stem {params.stem:q} > {log:q} 2>&1"
         )
 
 

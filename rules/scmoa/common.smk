@@ -3,12 +3,14 @@
 
 import shlex as _scmoa_shlex
 
+from concord.papers.scmoa import report as _scmoa_report
+
 SCMOA = config.get("scmoa") or {}
 SCMOA_BENCHMARKS = SCMOA.get("benchmarks") or {}
 SCMOA_MODELS = SCMOA.get("models") or MODELS
 SCMOA_R = f"{RESULTS}/scmoa"
 SCMOA_TABLES = ("accuracy", "significance", "flips", "transition", "diversity", "error_correlation", "reliability",
-                "selective", "gating_sweep", "k_sweep")
+                "selective", "gating_sweep", "k_sweep", _scmoa_report.KSWEEP_TABLE, *_scmoa_report.optional_tables(SCMOA))
 SCMOA_FIGURES = ("calibration", "transition", "diversity", "sweeps")
 # The method settings scmoa-run/scmoa-report read (everything except where the questions come from).
 SCMOA_SETTINGS = as_json({k: v for k, v in SCMOA.items() if k not in ("benchmarks", "models", "server")})
@@ -69,3 +71,11 @@ def scmoa_targets():
             out += [f"{base}/{t}.{ext}" for t in SCMOA_TABLES for ext in ("csv", "md", "tex")]
             out += [f"{base}/{f}.{ext}" for f in SCMOA_FIGURES for ext in ("png", "pdf")]
     return out
+
+
+def scmoa_report_item(path, stem, ext, figure=False):
+    """Tables (CSV) and figures (PNG) of SC-MoA in the HTML report, one caption per stem."""
+    if ext not in ("csv", "png"):
+        return path
+    caption = report_caption("scmoa", f"fig_{stem}" if figure else stem)
+    return in_report(path, caption, "SC-MoA paper", "{smodel} / {sbench}", item=stem, kind="figure" if figure else "table")

@@ -71,8 +71,16 @@ rule scmoa_report:
         f"{SCMOA_R}/{{smodel}}/{{sbench}}/records.json",
     output:
         summary=f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/summary.json",
-        tables=[f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{t}.{ext}" for t in SCMOA_TABLES for ext in ("csv", "md", "tex")],
-        figures=[f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{f}.{ext}" for f in SCMOA_FIGURES for ext in ("png", "pdf")],
+        tables=[
+            scmoa_report_item(f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{t}.{ext}", t, ext)
+            for t in SCMOA_TABLES
+            for ext in ("csv", "md", "tex")
+        ],
+        figures=[
+            scmoa_report_item(f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{f}.{ext}", f, ext, figure=True)
+            for f in SCMOA_FIGURES
+            for ext in ("png", "pdf")
+        ],
     params:
         settings=SCMOA_SETTINGS,
         out_dir=f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis",

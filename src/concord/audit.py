@@ -35,9 +35,10 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from concord import io, provenance
 
@@ -114,7 +115,7 @@ def _recorded_input_hash(path: Path, results: Path) -> str:
 def register(
     outputs: Iterable[str | os.PathLike],
     *,
-    rule: str,
+    rule: str | None = None,
     inputs: Iterable[str | os.PathLike] = (),
     results_dir: str | os.PathLike | None = None,
     workdir: str | os.PathLike | None = None,
@@ -125,17 +126,16 @@ def register(
     ``results``); files and directories are both fine. ``inputs`` may lie anywhere (inside the
     results tree they are stored relative to it, so a copied tree still verifies). Each output is
     also stored under the name the workflow gave it (``target``): the key of Snakemake's own
-    metadata record, merged in by :func:`build_manifest`. Returns the sidecar paths.
+    metadata record, merged in by :func:`build_manifest` (which also supplies the producing rule;
+    ``rule`` names it for outputs made outside Snakemake). Returns the sidecar paths.
     """
     results = Path(results_dir) if results_dir is not None else default_results_dir()
     work = Path(workdir) if workdir is not None else Path.cwd()
-    if not rule:
-        raise ValueError("register: 'rule' (the producing rule's name) is required")
     input_records = []
     for item in dict.fromkeys(str(i) for i in inputs):  # a file named twice is hashed once
         path = Path(item)
         if not path.exists():
-            raise FileNotFoundError(f"register({rule}): input does not exist: {item}")
+            raise FileNotFoundError(f"register: input does not exist: {item}")
         input_records.append({**_input_ref(path, results, work), "sha256": _recorded_input_hash(path, results)})
     env = provenance.environment()
     written = []
@@ -143,9 +143,9 @@ def register(
         path = Path(out)
         rel = _relative_to(path, results)
         if rel is None:
-            raise ValueError(f"register({rule}): output {out} is not inside the results directory {results}")
+            raise ValueError(f"register: output {out} is not inside the results directory {results}")
         if not path.exists():
-            raise FileNotFoundError(f"register({rule}): output does not exist: {out}")
+            raise FileNotFoundError(f"register: output does not exist: {out}")
         entry = {
             "path": rel,
             "target": str(out),
@@ -165,12 +165,13 @@ def register(
 
 def register_command(results_dir: str = "results") -> str:
     """The shell suffix that registers a Snakemake job's declared outputs (rules/common.smk
-    appends it to every rule's command through ``audited()``). Snakemake fills ``{rule}``,
-    ``{input}`` and ``{output}`` when it formats the command."""
+    appends it to every rule's command through ``audited()``). Snakemake fills ``{input}`` and
+    ``{output}`` when it formats the command."""
     import shlex
 
+    # No --rule: the producing rule is read from Snakemake's own record of the output at record time.
     return (
-        f" && python -m concord audit register --results {shlex.quote(str(results_dir))} --rule {{rule}}"
+        f" && python -m concord audit register --results {shlex.quote(str(results_dir))}"
         " --outputs {output:q} --inputs {input:q}"
     )
 
@@ -413,8 +414,13 @@ def plan(
     import io as _io
 
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings, Quietness,
-                                          ResourceSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        OutputSettings,
+        Quietness,
+        ResourceSettings,
+    )
 
     snakefile = Path(snakefile).resolve()
     work = Path(workdir).resolve() if workdir is not None else Path.cwd().resolve()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -112,9 +113,7 @@ def _named_paths(node: Any, where: tuple = ()) -> Iterator[tuple[str, str]]:
     """(config key, path) of every ``path:`` value and every ``source: local`` model ``id``."""
     if isinstance(node, Mapping):
         for key, value in node.items():
-            if key == "path" and isinstance(value, str):
-                yield _key_path(where + (key,)), value
-            elif key == "id" and node.get("source") == "local" and isinstance(value, str):
+            if key == "path" and isinstance(value, str) or key == "id" and node.get("source") == "local" and isinstance(value, str):
                 yield _key_path(where + (key,)), value
             else:
                 yield from _named_paths(value, where + (key,))

@@ -13,8 +13,9 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import concord
 

@@ -15,15 +15,6 @@ def json_arg(text: str) -> Any:
         raise ValueError(f"not valid JSON: {exc.msg}: {text[:200]!r}") from None
 
 
-def register_outputs(outputs, *, rule: str, inputs=(), config=None) -> None:
-    """Record produced files' content hashes in the results manifest.
-
-    Transitional: every rule's command now ends with the registration (``audited()`` in
-    rules/common.smk), and the config subset comes from Snakemake's params, so ``config`` is
-    not recorded here."""
-    from concord.audit import register
-
-    register([str(p) for p in outputs], rule=rule, inputs=[str(p) for p in inputs])
 
 
 def ensure_parent(path: str | Path) -> Path:

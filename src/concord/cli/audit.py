@@ -1,6 +1,6 @@
 """`python -m concord audit register|record|verify`: the run manifest (see concord.audit).
 
-* ``audit register --rule R --outputs ... [--inputs ...]`` -- a job's content hashes (every
+* ``audit register --outputs ... [--inputs ...]`` -- a job's content hashes (every
   rule's command ends with it: ``audited()`` in rules/common.smk).
 * ``audit record [results]`` -- merge the sidecars with Snakemake's metadata into
   ``results/manifest.json`` (the workflow's ``onsuccess`` does this after every run).
@@ -22,7 +22,7 @@ def run_register(args: argparse.Namespace) -> int:
     from concord import audit
 
     written = audit.register(args.outputs, rule=args.rule, inputs=args.inputs, results_dir=args.results)
-    print(f"audit: registered {len(written)} output(s) of rule {args.rule}", file=sys.stderr)
+    print(f"audit: registered {len(written)} output(s)", file=sys.stderr)
     return 0
 
 
@@ -35,11 +35,12 @@ def _snakefile(args: argparse.Namespace) -> Path | None:
     return default if default.is_file() else None
 
 
-def _facts_from_snakefile(snakefile: Path, results: Path, configfiles) -> "object":
+def _facts_from_snakefile(snakefile: Path, results: Path, configfiles) -> object:
     """Snakemake's metadata for the registered outputs and the rules' temp()/conda facts,
     read through a planned workflow (the same objects the onsuccess handler has)."""
-    from concord import audit
     from snakemake.persistence.file import FilePersistence
+
+    from concord import audit
 
     targets = audit.sidecar_targets(results)
     # Rules (temp flags, conda env files) come from the Snakefile; records from .snakemake/.
@@ -51,7 +52,12 @@ def _facts_from_snakefile(snakefile: Path, results: Path, configfiles) -> "objec
 
 def _load_rules(snakefile: Path, configfiles):
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, OutputSettings, Quietness, ResourceSettings
+    from snakemake.settings.types import (
+        ConfigSettings,
+        OutputSettings,
+        Quietness,
+        ResourceSettings,
+    )
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         wf_api = api.workflow(resource_settings=ResourceSettings(cores=1),
@@ -81,8 +87,7 @@ def _config_file_from_json(text: str) -> Path:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"--config-json is not valid JSON: {exc.msg}") from None
-    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="concord-audit-config-", delete=False)
-    with handle:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="concord-audit-config-", delete=False) as handle:
         json.dump(config, handle)
     return Path(handle.name)
 
@@ -92,14 +97,19 @@ def run_verify(args: argparse.Namespace) -> int:
 
     snakefile = _snakefile(args)
     configfiles = list(args.configfile)
+    effective = None
     try:
         if args.config_json:
-            configfiles.append(_config_file_from_json(args.config_json))
+            effective = _config_file_from_json(args.config_json)
+            configfiles.append(effective)
         plan = audit.plan(snakefile, configfiles=configfiles, targets=args.targets) if snakefile else None
         report = audit.verify(args.results, manifest_path=args.manifest, plan=plan)
     except (FileNotFoundError, ValueError, audit.PlanError) as exc:
         print(f"audit verify: {exc}", file=sys.stderr)
         return audit.EXIT_CANNOT_VERIFY
+    finally:
+        if effective is not None:
+            effective.unlink(missing_ok=True)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.format())
     return report.exit_code(strict=args.strict)
 
@@ -120,7 +130,7 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
     reg = sub.add_parser("register", help="record a job's outputs (sha256, inputs' sha256, env) in sidecars")
-    reg.add_argument("--rule", required=True, help="producing rule (Snakemake: {rule})")
+    reg.add_argument("--rule", help="producing rule, for outputs made outside Snakemake (else read from its metadata)")
     reg.add_argument("--outputs", nargs="+", required=True, type=Path)
     reg.add_argument("--inputs", nargs="*", default=[], type=Path)
     reg.add_argument("--results", type=Path, default=Path("results"))

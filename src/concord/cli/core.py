@@ -7,9 +7,8 @@ release stay as aliases for one release.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
-from concord.cli._common import json_arg, register_outputs
+from concord.cli._common import json_arg
 
 log = logging.getLogger("concord.cli")
 
@@ -85,7 +84,6 @@ def cmd_rollouts(args) -> int:
                              answers={"policy": answers["policy"], "task": args.task})
     write_parquet(args.out, frame, metadata=prov)
     log.info("wrote %d roll-outs for %d questions to %s", len(frame), len(questions), args.out)
-    register_outputs([args.out], rule="rollouts", inputs=[args.questions], config=config)
     return 0
 
 
@@ -110,8 +108,6 @@ def cmd_label_accuracy(args) -> int:
     )
     write_table(summary, args.table, caption=f"Pseudo-label accuracy versus N. {args.title}")
     plot_label_accuracy(summary, args.figure, title=args.title)
-    register_outputs([args.table, Path(args.figure).with_suffix(".pdf"), args.figure], rule="label_accuracy",
-                     inputs=[args.rollouts], config={"consensus": args.consensus, "analysis": args.analysis})
     return 0
 
 
@@ -130,8 +126,6 @@ def cmd_recovery(args) -> int:
     write_csv(diag, args.questions_out)
     write_json(args.summary_out, summary)
     write_text(args.markdown_out, recovery_markdown(summary))
-    register_outputs([args.questions_out, args.summary_out, args.markdown_out], rule="recovery",
-                     inputs=[args.rollouts], config={"consensus": args.consensus})
     return 0
 
 

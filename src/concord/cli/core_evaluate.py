@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concord.cli._common import json_arg, register_outputs
+from concord.cli._common import json_arg
 
 
 def register(subparsers) -> None:
@@ -36,5 +36,4 @@ def cmd_evaluate(args) -> int:
         evaluation=args.evaluation, engine=engine, prompt_style=args.model_spec.get("prompt_style", "instruct"),
         task=args.task, arm=args.arm, answers_policy=policy, provenance_config=config,
     )
-    register_outputs([args.out], rule="evaluate", inputs=[args.questions], config=config)
     return 0

@@ -1,8 +1,8 @@
 """`python -m concord table|figure`: the paper's Tables 1-3 and Figures 4, 5a, 5b.
 
 Both commands read the workflow config (``--config-json`` from a Snakemake rule, or
-``--config config/config.yaml`` by hand), build the artifact from the results tree, and
-register it in the run manifest.
+``--config config/config.yaml`` by hand), and build the artifact from the results tree
+(the rule's ``audited()`` suffix registers it in the run manifest).
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from concord.config import load_config
 
 log = logging.getLogger(__name__)
 
-# The config sections tables and figures read; the manifest hashes exactly these.
-REPORT_SECTIONS: tuple[str, ...] = ("models", "benchmarks", "arms", "seeds", "report")
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -40,28 +38,10 @@ def config_from_args(args: argparse.Namespace) -> dict:
     return load_config(args.config, args.schema)
 
 
-def _sections(config: dict) -> dict:
-    return {k: config[k] for k in REPORT_SECTIONS if k in config}
-
-
-def _register(outputs, inputs, args, config: dict, default_rule: str) -> None:
-    from concord import audit
-
-    audit.register(
-        outputs,
-        rule=args.rule or default_rule,
-        inputs=inputs,
-        results_dir=args.results,
-    )
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     add_config_args(parser)
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results)")
     parser.add_argument("--out", type=Path, help="output stem (default: <results>/tables|figures/<name>)")
-    parser.add_argument("--rule", help="producing rule's name for the manifest (Snakemake: {rule})")
-    parser.add_argument("--conda-env", help="conda env file of the rule, for the manifest")
-    parser.add_argument("--no-register", action="store_true", help="do not record the outputs in the manifest")
 
 
 def run_table(args: argparse.Namespace) -> int:
@@ -69,10 +49,7 @@ def run_table(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     stem = args.out or args.results / "tables" / args.table
-    inputs = tables.table_inputs(config, args.table, args.results)
     written = tables.make_table(config, args.table, args.results, stem)
-    if not args.no_register:
-        _register(written, inputs, args, config, default_rule=args.table)
     log.info("wrote %s", ", ".join(map(str, written)))
     return 0
 
@@ -82,10 +59,7 @@ def run_figure(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     stem = args.out or args.results / "figures" / args.figure
-    inputs = plots.figure_inputs(config, args.figure, args.results)
     written = plots.make_figure(config, args.figure, args.results, stem)
-    if not args.no_register:
-        _register(written, inputs, args, config, default_rule=args.figure)
     log.info("wrote %s", ", ".join(map(str, written)))
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from concord.cli._common import json_arg, register_outputs
+from concord.cli._common import json_arg
 
 log = logging.getLogger("concord.cli")
 
@@ -25,7 +25,6 @@ def cmd_model(args) -> int:
     from concord.models import prepare_model
 
     prepare_model(args.spec, args.out)
-    register_outputs([args.out], rule="model", config={"model": args.spec})
     return 0
 
 
@@ -35,6 +34,4 @@ def cmd_data(args) -> int:
     records = prepare_benchmark(args.spec)
     write_questions(args.out, records)
     log.info("wrote %d questions to %s", len(records), args.out)
-    inputs = [args.spec["path"]] if args.spec.get("source") == "ttrl_json" else []
-    register_outputs([args.out], rule="data", inputs=inputs, config={"benchmark": args.spec})
     return 0

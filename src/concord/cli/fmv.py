@@ -2,7 +2,7 @@
 GenCluster judging, analysis, Figure 2, Tables 1-2).
 
 Every command reads and writes explicit paths; structured settings come as JSON strings from
-the rules (config sections). With ``--rule NAME`` the outputs are registered in the run manifest.
+the rules (config sections).
 """
 
 from __future__ import annotations
@@ -62,11 +62,6 @@ def _exec_settings(spec: dict, workers: int | None = None):
                         max_output_bytes=int(spec["max_output_bytes"]))
 
 
-def _register(args, outputs, inputs, config) -> None:
-    if getattr(args, "rule", None):
-        from concord.cli._common import register_outputs
-
-        register_outputs(outputs, rule=args.rule, inputs=inputs, config=config)
 
 
 def _pairs(items: list[str], what: str) -> dict[str, list[str]]:
@@ -117,7 +112,6 @@ def cmd_data(args) -> int:
                   provenance.record(step="fmv-data", config=spec, seed=int(spec.get("seed", 0)), inputs=inputs,
                                     n_questions=len(records)))
     log.info("wrote %d %s questions to %s", len(records), source, args.out)
-    _register(args, [args.out], inputs, spec)
     return 0
 
 
@@ -129,7 +123,6 @@ def cmd_split(args) -> int:
     io.write_jsonl(args.train_out, train)
     io.write_jsonl(args.holdout_out, holdout)
     log.info("split %s: %d train, %d hold-out (seed %d)", args.data, len(train), len(holdout), args.seed)
-    _register(args, [args.train_out, args.holdout_out], [args.data], {"seed": args.seed})
     return 0
 
 
@@ -150,7 +143,6 @@ def cmd_generate(args) -> int:
                              seed=args.seed, inputs=[args.data], model_dir=str(args.model_dir))
     io.write_parquet(args.out, frame, metadata=prov)
     log.info("wrote %d candidates (%d questions x %d) to %s", len(frame), len(records), params.n, args.out)
-    _register(args, [args.out], [args.data, args.model_dir], {"sampling": sampling, "engine": args.engine})
     return 0
 
 
@@ -165,7 +157,6 @@ def cmd_execute(args) -> int:
                              inputs=[args.data, args.candidates])
     io.write_parquet(args.out, frame, metadata=prov)
     log.info("executed %d candidates; %.1f%% pass", len(frame), 100 * frame["passed"].mean())
-    _register(args, [args.out], [args.data, args.candidates], args.exec)
     return 0
 
 
@@ -220,7 +211,6 @@ def cmd_gencluster(args) -> int:
     io.write_json(args.out, doc)
     log.info("GenCluster: %d judge calls over %d questions, %d without a verdict", doc["judge_calls"], len(records),
              doc["unparsed"])
-    _register(args, [args.out], inputs + [args.model_dir], spec)
     return 0
 
 
@@ -255,7 +245,6 @@ def cmd_analyze(args) -> int:
     io.write_json(args.out, result)
     log.info("analysis at N=%d: %s", result["n"],
              ", ".join(f"{m}={v['accuracy']:.3f}" for m, v in result["methods"].items()))
-    _register(args, [args.out], inputs, spec)
     return 0
 
 
@@ -282,7 +271,6 @@ def cmd_figure2(args) -> int:
                                   f"Figure 2 (right): accuracy versus N for {right}, ± {over}.")
     io.write_json(out / "figure2.provenance.json",
                   provenance.record(step="fmv-figure2", config={"right": right}, inputs=_all_paths(paths)))
-    _register(args, outputs, _all_paths(paths), {"right": right})
     return 0
 
 
@@ -307,10 +295,9 @@ def cmd_table1(args) -> int:
     frame = report.table1(metrics, args.labels, args.n, args.n_resamples, args.seed)
     seeds = int(frame["n_seeds"].max())
     over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
-    outputs = report.write_table(frame, report.table1_display(frame), args.out_stem,
-                                 f"Table 1: TTRL on a random half; mean@{args.n} on the train and hold-out halves "
-                                 f"(%), ± bootstrap standard error of the mean {over}.")
-    _register(args, outputs, _all_paths(entries) + [args.train_data, args.holdout_data], {"n": args.n})
+    report.write_table(frame, report.table1_display(frame), args.out_stem,
+                       f"Table 1: TTRL on a random half; mean@{args.n} on the train and hold-out halves "
+                       f"(%), ± bootstrap standard error of the mean {over}.")
     return 0
 
 
@@ -324,11 +311,10 @@ def cmd_table2(args) -> int:
                            for label, paths in entries.items()], args.n, args.n_resamples, args.seed)
     seeds = int(frame["n_seeds"].max())
     over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
-    outputs = report.write_table(frame, report.table2_display(frame), args.out_stem,
-                                 f"Table 2: TTRL with joint (FMV) and pointwise targets at two training budgets "
-                                 f"(N = roll-outs per prompt in training); mean@{args.n}, FMV accuracy and "
-                                 f"best@{args.n} of {args.n} samples (%), ± bootstrap standard error {over}.")
-    _register(args, outputs, _all_paths(entries) + [args.data], {"n": args.n})
+    report.write_table(frame, report.table2_display(frame), args.out_stem,
+                       f"Table 2: TTRL with joint (FMV) and pointwise targets at two training budgets "
+                       f"(N = roll-outs per prompt in training); mean@{args.n}, FMV accuracy and "
+                       f"best@{args.n} of {args.n} samples (%), ± bootstrap standard error {over}.")
     return 0
 
 
@@ -340,7 +326,6 @@ def cmd_train(args) -> int:
     train_code(model_dir=args.model_dir, questions_path=args.data, out_dir=args.out,
                checkpoint_dir=args.checkpoint_dir, arm=args.arm, seed=args.seed, training=args.training,
                execution=args.exec, evaluation=args.evaluation)
-    _register(args, [args.out], [args.data, args.model_dir], {"training": args.training, "arm": args.arm})
     return 0
 
 
@@ -352,7 +337,6 @@ def register(subparsers) -> None:
         # `fmv-*` names the FMV paper; the `code-*` names of the first release stay as aliases.
         p = subparsers.add_parser(name, aliases=["code-" + name.removeprefix("fmv-")], help=help_text)
         p.set_defaults(func=func)
-        p.add_argument("--rule", default=None, help="register outputs in the run manifest under this rule name")
         return p
 
     p = add("fmv-data", cmd_data, "build a code benchmark's question records (HumanEval or LiveCodeBench)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from concord.cli._common import json_arg, register_outputs
+from concord.cli._common import json_arg
 
 log = logging.getLogger("concord.cli")
 
@@ -51,26 +51,18 @@ def cmd_train(args) -> int:
         "model": args.model_spec, "task": args.task, "arm": args.arm, "benchmark": args.benchmark,
         "answers": args.answers,
     }
-    out = train(
+    train(
         model_dir=args.model_dir, questions_path=args.questions, out_dir=args.out, checkpoint_dir=args.checkpoint_dir,
         arm=args.arm, seed=args.seed, training=args.training, consensus=args.consensus, evaluation=args.evaluation,
         prompt_style=args.model_spec.get("prompt_style", "instruct"), task=args.task, benchmark=args.benchmark,
         provenance_config=config, answers=args.answers,
     )
-    import os
-
-    if int(os.environ.get("RANK", "0")) == 0:
-        register_outputs([out], rule="train", inputs=[args.questions], config=config)
     return 0
 
 
 def cmd_figure3(args) -> int:
-    from pathlib import Path
-
     from concord.papers.core.curves import figure3
 
-    outputs = figure3(args.logs, figure=args.figure, table=args.table, plateau_window=args.plateau_window,
+    figure3(args.logs, figure=args.figure, table=args.table, plateau_window=args.plateau_window,
                       labels=args.labels)
-    register_outputs(outputs, rule="figure3", inputs=[Path(p) for p in args.logs],
-                     config={"plateau_window": args.plateau_window})
     return 0
