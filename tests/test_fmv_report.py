@@ -82,6 +82,16 @@ def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
     assert settings.section(config)["seeds"] == [0, 1, 2]
     assert settings.section(config, "ttrl")["table1_n_vote"] == {"fmv": 128, "fmv_pointwise": 32}
     assert settings.section(config, "ttrl")["table2_n_vote"] == [32, 128]
+    # training stops when held-out validation saturates; the paper's budget stays the maximum
+    from concord.config import resolve
+
+    training = resolve("training", {**config["training"], **settings.section(config, "ttrl")["training"]})
+    assert 0 < training["validation_fraction"] < 1 and training["eval_every"] > 0
+    assert training["early_stopping_patience"] >= 1 and training["early_stopping_min_delta"] > 0
+    assert training["epochs"] == 10 and training["max_steps"] is None
+    assert (training["learning_rate"], training["lr_scheduler"], training["beta"]) == (1e-6, "constant_with_warmup", 0.0)
+    assert (training["epsilon"], training["epsilon_high"], training["prompts_per_step"]) == (0.2, 0.32, 8)
+    assert training["val_max_new_tokens"] == training["max_completion_length"] == budgets["qwen3-4b-instruct-2507"]
 
 
 def test_settings_name_unknown_models_and_keys():
@@ -105,3 +115,27 @@ def test_validation_curves_pool_seeds_and_plot(tmp_path):
     assert joint["max"].iloc[1] == pytest.approx(0.40) and joint["min"].iloc[1] == pytest.approx(0.36)
     paths = io.save_figure(report.validation_figure(frame), tmp_path / "validation")
     assert sorted(p.suffix for p in paths) == [".pdf", ".png"] and all(p.stat().st_size > 0 for p in paths)
+
+
+def test_validation_command_plots_every_runs_curve(tmp_path):
+    from concord.cli import main
+
+    paths = []
+    for seed, values in enumerate(([0.30, 0.36, 0.35], [0.28, 0.33])):
+        p = tmp_path / f"seed{seed}.csv"
+        pd.DataFrame({"step": [0, 4, 8][: len(values)], "val_pass_at_1": values, "val_k": 8,
+                      "val_questions": 17}).to_csv(p, index=False)
+        paths.append(p)
+    stem = tmp_path / "figures" / "ttrl_validation"
+    label = report.ttrl_label("fmv", 128) + ", half"
+    assert main(["fmv-validation", "--curve", f"{label}={paths[0]}", "--curve", f"{label}={paths[1]}",
+                 "--out-stem", str(stem)]) == 0
+    table = pd.read_csv(stem.with_suffix(".csv"))
+    assert table["step"].tolist() == [0, 4, 8] and table["n_seeds"].tolist() == [2, 2, 1]
+    assert all(stem.with_suffix(s).stat().st_size > 0 for s in (".png", ".pdf", ".md", ".tex"))
+    empty = tmp_path / "empty.csv"
+    pd.DataFrame({"step": [], "val_pass_at_1": []}).to_csv(empty, index=False)
+    with pytest.raises(SystemExit, match="hold no validation"):
+        main(["fmv-validation", "--curve", f"x={empty}", "--out-stem", str(stem)])
+    with pytest.raises(SystemExit, match="validation curve not found"):
+        main(["fmv-validation", "--curve", f"x={tmp_path / 'nope.csv'}", "--out-stem", str(stem)])

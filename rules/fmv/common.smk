@@ -155,6 +155,23 @@ def _table2_execs():
     return [(label, _exec_path(policy, "all", seed)) for label, policy in rows for seed in FMV_SEEDS]
 
 
+def _train_dir(arm, split, n, seed):
+    return f"{CR}/train/{_TT_MODEL}/{_TT_BENCH}/{arm}-{split}-n{n}/seed{seed}"
+
+
+def _validation_curves():
+    """(label, validation.csv) of every TTRL run of Tables 1 and 2, per seed."""
+    runs = [(f"{_fmv_report.ttrl_label(arm, _TT1_N[arm])}, half", arm, "half", _TT1_N[arm]) for arm in _TT_ARMS]
+    runs += [(f"{_fmv_report.ttrl_label(arm, n)}, full", arm, "full", n)
+             for n in FMV_TTRL.get("table2_n_vote", [32, 128]) for arm in _TT_ARMS]
+    return [(label, f"{_train_dir(arm, split, n, seed)}/validation.csv") for label, arm, split, n in runs
+            for seed in FMV_SEEDS]
+
+
+def _training_validates():
+    return int(_FMV_TRAINING.get("eval_every", 0) or 0) > 0
+
+
 def _pairs_args(pairs):
     return " ".join(f"--exec {shell_quote(f'{k}={v}')}" for k, v in pairs)
 
@@ -166,6 +183,8 @@ def fmv_targets():
     out = expand(f"{CR}/figures/{{cbench}}/figure2_{{side}}.png", cbench=FMV_BENCHMARKS, side=["left", "right"])
     if FMV_TTRL.get("enabled", True) and _TT_ARMS:
         out += [f"{CR}/tables/table1.csv", f"{CR}/tables/table2.csv"]
+        if _training_validates():
+            out.append(f"{CR}/figures/ttrl_validation.png")
     return out
 
 

@@ -340,6 +340,27 @@ rule fmv_table2:
         )
 
 
+rule fmv_validation:
+    input:
+        list(dict.fromkeys(p for _, p in _validation_curves())),
+    output:
+        png=f"{CR}/figures/ttrl_validation.png",
+        pdf=f"{CR}/figures/ttrl_validation.pdf",
+        csv=f"{CR}/figures/ttrl_validation.csv",
+        md=f"{CR}/figures/ttrl_validation.md",
+        tex=f"{CR}/figures/ttrl_validation.tex",
+    params:
+        curves=lambda wc: " ".join(f"--curve {shell_quote(f'{k}={v}')}" for k, v in _validation_curves()),
+        stem=lambda wc, output: os.path.splitext(output.png)[0],
+    log:
+        f"{LOGS}/fmv/validation.log",
+    localrule: True
+    conda:
+        FMV_ENV
+    shell:
+        audited("python -m concord fmv-validation {params.curves} --out-stem {params.stem:q} --rule fmv_validation > {log:q} 2>&1")
+
+
 rule fmv_all:
     input:
         FMV_TARGETS,

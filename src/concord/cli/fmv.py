@@ -318,6 +318,39 @@ def cmd_table2(args) -> int:
     return 0
 
 
+def cmd_validation(args) -> int:
+    """The TTRL runs' held-out validation curves: where training saturated and stopped."""
+    import pandas as pd
+
+    from concord import io
+    from concord.papers.fmv import report
+
+    curves = _pairs(args.curve, "--curve")
+    frames = {}
+    for label, paths in curves.items():
+        frames[label] = []
+        for p in paths:
+            if not Path(p).is_file():
+                raise SystemExit(f"validation curve not found: {p}")
+            frame = pd.read_csv(p)
+            if "val_pass_at_1" not in frame.columns or "step" not in frame.columns:
+                raise SystemExit(f"{p}: a validation curve needs columns step and val_pass_at_1 (the training "
+                                 "config must validate: eval_every > 0)")
+            frames[label].append(frame)
+    frame = report.validation_frame(frames)
+    if frame.empty:
+        raise SystemExit("the validation curves hold no validation: set fmv.ttrl.training.eval_every > 0")
+    stem = Path(args.out_stem)
+    outputs = io.save_figure(report.validation_figure(frame), stem)
+    seeds = int(frame["n_seeds"].max())
+    outputs += report.write_table(
+        frame, frame.assign(val_pass_at_1=(100 * frame["val_pass_at_1"]).round(1)), stem,
+        f"TTRL validation pass@1 (%) on the held-out validation questions versus training step, mean over "
+        f"{seeds} seed(s) (range shaded); the last point of a run is where it stopped.")
+    _register(args, outputs, _all_paths(curves), {})
+    return 0
+
+
 def cmd_train(args) -> int:
     from concord.papers.fmv.ttrl import train_code
     from concord.rl.run import cpu_threads
@@ -411,6 +444,11 @@ def register(subparsers) -> None:
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", type=Path, required=True)
+
+    p = add("fmv-validation", cmd_validation, "TTRL validation curves (held-out pass@1 vs step) of the FMV runs")
+    p.add_argument("--curve", action="append", required=True,
+                   help="LABEL=PATH of a run's validation.csv (repeat; once per seed for the same label)")
+    p.add_argument("--out-stem", type=Path, required=True)
 
     p = add("fmv-table1", cmd_table1, "Table 1: TTRL on a random half, mean@N on train and hold-out")
     p.add_argument("--train-data", type=Path, required=True)
