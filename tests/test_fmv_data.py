@@ -232,3 +232,11 @@ def test_livecodebench_versions_follow_its_release_definitions(tmp_path):
         data.load_livecodebench(tmp_path, version="release_v6")
     with pytest.raises(ValueError, match="holds 3 LiveCodeBench problems, expected 4"):
         data.load_livecodebench(FIXTURE, expected_questions=4)
+
+
+def test_code_data_names_unknown_benchmark_keys(tmp_path):
+    from concord.cli import main
+
+    spec = json.dumps({"source": "livecodebench", "path": str(FIXTURE), "max_input": 2})
+    with pytest.raises(SystemExit, match=r"unknown key\(s\) \['max_input'\] in an fmv.benchmarks entry"):
+        main(["fmv-data", "--benchmark-spec", spec, "--out", str(tmp_path / "x.jsonl")])

@@ -53,6 +53,19 @@ def _section(path: str, values: dict | None) -> dict:
         raise SystemExit(str(exc)) from None
 
 
+def _benchmark_spec(spec: dict) -> dict:
+    """One ``fmv.benchmarks`` entry with the schema's defaults (entries are additionalProperties,
+    which :func:`concord.config.resolve` does not walk into)."""
+    from concord.config import section_schema
+
+    entry = section_schema("fmv.benchmarks")["additionalProperties"]
+    known = entry["properties"]
+    unknown = sorted(set(spec) - set(known))
+    if unknown:
+        raise SystemExit(f"unknown key(s) {unknown} in an fmv.benchmarks entry; known keys: {', '.join(sorted(known))}")
+    return {**{k: v["default"] for k, v in known.items() if "default" in v}, **spec}
+
+
 def _exec_settings(spec: dict, workers: int | None = None):
     from concord.papers.fmv.grading import ExecSettings
 
@@ -86,20 +99,18 @@ def cmd_data(args) -> int:
     from concord import io, provenance
     from concord.papers.fmv import data
 
-    spec, exec_spec = args.benchmark_spec, args.exec
+    spec, exec_spec = _benchmark_spec(args.benchmark_spec), _section("fmv.execution", args.exec)
     source = spec.get("source")
     if source == "humaneval":
-        records = data.load_humaneval(spec.get("n_questions"), seed=int(spec.get("seed", 0)),
-                                      max_inputs=spec.get("max_inputs"),  # schema default null: no cap
-                                      timeout_s=float(exec_spec.get("timeout_s", 6.0)) + 4.0,
-                                      memory_mb=int(exec_spec.get("memory_mb", 1024)),
-                                      sandbox=exec_spec.get("sandbox"))
+        records = data.load_humaneval(spec["n_questions"], seed=int(spec["seed"]), max_inputs=spec["max_inputs"],
+                                      timeout_s=float(exec_spec["timeout_s"]) + 4.0,
+                                      memory_mb=int(exec_spec["memory_mb"]), sandbox=exec_spec["sandbox"])
         inputs = []
     elif source == "livecodebench":
         if not spec.get("path"):
             raise SystemExit("a livecodebench benchmark needs 'path' (a code_generation_lite JSONL file, or with "
                              "'version' a directory of its shards)")
-        records = data.load_livecodebench(spec["path"], spec.get("n_questions"), seed=int(spec.get("seed", 0)),
+        records = data.load_livecodebench(spec["path"], spec["n_questions"], seed=int(spec["seed"]),
                                           version=spec.get("version"),
                                           expected_questions=spec.get("expected_questions"),
                                           start_date=spec.get("start_date"), end_date=spec.get("end_date"),
@@ -109,7 +120,7 @@ def cmd_data(args) -> int:
         raise SystemExit(f"unknown code benchmark source {source!r}; use humaneval or livecodebench")
     io.write_jsonl(args.out, records)
     io.write_json(Path(args.out).with_suffix(".provenance.json"),
-                  provenance.record(step="fmv-data", config=spec, seed=int(spec.get("seed", 0)), inputs=inputs,
+                  provenance.record(step="fmv-data", config=spec, seed=int(spec["seed"]), inputs=inputs,
                                     n_questions=len(records)))
     log.info("wrote %d %s questions to %s", len(records), source, args.out)
     return 0
