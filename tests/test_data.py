@@ -132,3 +132,37 @@ def test_questions_roundtrip_and_duplicate_ids(tmp_path):
         data.write_questions(tmp_path / "d.jsonl", records + records[:1])
     with pytest.raises(data.DataError, match="answer"):
         data.validate_record({**records[0], "answer": ""})
+
+
+def test_synthetic_forms_cycle_and_answers_are_correct():
+    import re
+
+    forms = ["sum_1digit", "product_1digit", "story_sum_1digit"]
+    records = data.synthetic_arithmetic(30, seed=2, forms=forms)
+    assert [r["subject"] for r in records[:6]] == forms + forms
+    assert all(r["level"] == 1 for r in records)
+    for r in records:
+        if r["subject"] == "story_sum_1digit":
+            a, b = (int(x) for x in re.findall(r"\d+", r["prompt"]))
+            expected = Fraction(a + b)
+        else:
+            expected = _evaluate(r["prompt"], r["level"])
+        assert grade(str(expected), r["answer"]), r
+        assert all(0 < int(x) < 10 for x in re.findall(r"\d+", r["prompt"])), r  # one-digit operands
+    spec = {"source": "synthetic", "n_questions": 4, "seed": 2, "forms": forms}
+    assert data.prepare_benchmark(spec) == records[:4]
+    assert [r["subject"] for r in data.synthetic_arithmetic(5)] == list(data.LADDER)  # default: the ladder
+
+
+def test_unknown_synthetic_form_is_named():
+    with pytest.raises(data.DataError, match="unknown synthetic form.*'sum_3digit'"):
+        data.synthetic_arithmetic(3, forms=["sum_1digit", "sum_3digit"])
+
+
+def test_short_instruction_prompt_style():
+    q = "What is 2 + 3?"
+    short = data.build_user_content(q, "instruct-short", "math")
+    assert short.startswith(q) and "one short sentence" in short and short.endswith("within \\boxed{}.")
+    # Multiple choice keeps its own instruction (the letter of the option).
+    assert data.build_user_content(q, "instruct-short", "multiple_choice") == data.build_user_content(
+        q, "instruct", "multiple_choice")

@@ -92,3 +92,27 @@ def test_vllm_stays_out_of_the_cpu_env_and_fails_clearly(tiny_model_dir):
 
     with pytest.raises(VLLMUnavailableError, match="engine.backend: hf"):
         load_engine("vllm", tiny_model_dir)
+
+
+def test_shared_prompt_prefix_gives_the_same_samples(engine):
+    """n samples of one prompt reuse one prefill (a KV cache copied per row); the samples, their
+    token ids and confidences must equal those of generating every row from scratch."""
+    import torch
+
+    convs = [CONV, [{"role": "user", "content": "Name a colour, please."}]]
+    params = SamplingParams(n=3, temperature=1.0, max_new_tokens=10, seed=5)
+    shared = engine.generate(convs, params)
+    calls = []
+    original = engine._shared_prefix_cache
+    try:
+        engine._shared_prefix_cache = lambda enc, rows: calls.append(1) or original(enc, rows)
+        assert engine.generate(convs, params) == shared
+        assert calls, "rows repeating a prompt should share its prefill"
+        # Rows from scratch: the same batches, with no cache handed to generate.
+        engine._shared_prefix_cache = lambda enc, rows: None
+        scratch = engine.generate(convs, params)
+    finally:
+        engine._shared_prefix_cache = original
+    assert [[g.token_ids for g in gs] for gs in scratch] == [[g.token_ids for g in gs] for gs in shared]
+    for a, b in zip(sum(scratch, []), sum(shared, [])):
+        assert torch.allclose(torch.tensor(a.token_logprobs), torch.tensor(b.token_logprobs), atol=1e-4)

@@ -15,7 +15,7 @@ import re
 import string
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 FIELDS = ("id", "prompt", "answer", "level", "subject", "source")
 
@@ -26,8 +26,15 @@ GPQA_INSTRUCTION = (
     "Let's think step by step and output the final answer (the letter of the correct option, "
     "A, B, C or D) within \\boxed{}."
 )
+# A wording for very small models on CPU budgets (the embedded default, SmolLM2-135M): told to
+# "think step by step", a 135M model rambles past a 32-token budget and its last number is noise;
+# asked for one short sentence it states a number (measured: 5-10% more roll-outs answered and
+# about twice the per-roll-out accuracy on the default synthetic forms; see config/config.yaml).
+SHORT_INSTRUCTION = (
+    "Answer with one short sentence that ends with the number, and put the final answer within \\boxed{}."
+)
 NO_THINK = "/no_think"
-PROMPT_STYLES = ("instruct", "qwen-math", "qwen3")
+PROMPT_STYLES = ("instruct", "instruct-short", "qwen-math", "qwen3")
 TASKS = ("math", "multiple_choice")
 
 # Hub datasets behind each real benchmark (id, config, split).
@@ -53,6 +60,8 @@ def build_user_content(question: str, prompt_style: str = "instruct", task: str 
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
     instruction = GPQA_INSTRUCTION if task == "multiple_choice" else BOXING_INSTRUCTION
+    if prompt_style == "instruct-short" and task == "math":
+        instruction = SHORT_INSTRUCTION
     if prompt_style == "qwen-math" and task == "math":
         return question  # Qwen2.5-Math boxes natively: bare question
     if prompt_style == "qwen3":
@@ -208,21 +217,30 @@ def gpqa_record(row: dict, rng: random.Random, index: int) -> dict:
 
 
 # --------------------------------------------------------------------------- synthetic
-def synthetic_arithmetic(n_questions: int, seed: int = 0) -> list[dict]:
-    """Seeded arithmetic word problems in five difficulty levels with exact answers.
+def synthetic_arithmetic(n_questions: int, seed: int = 0, forms: Sequence[str] | None = None) -> list[dict]:
+    """Seeded arithmetic questions with exact answers, cycling through ``forms`` in order.
 
-    Level 1: a + b; 2: a * b - c; 3: multi-step with parentheses; 4: a fraction sum reduced to
-    lowest terms; 5: a linear equation solved for x. Answers are exact (integers or fractions).
+    The default ``forms`` are the five-level ladder (:data:`LADDER`): level 1 ``sum`` (a + b, two
+    digits), 2 ``product_difference`` (a * b - c), 3 ``parentheses`` (multi-step), 4
+    ``fraction_sum`` (reduced to lowest terms), 5 ``linear_equation`` (solve for x). The one-digit
+    forms (``sum_1digit``, ``product_1digit``, ``story_sum_1digit``, level 1) sit where a 135M
+    model is right some of the time, which the embedded default needs. ``level`` and ``subject``
+    (the form's name) of every record say which form produced it.
     """
     if n_questions < 1:
         raise ValueError("n_questions must be >= 1")
+    forms = list(forms) if forms else list(LADDER)
+    unknown = [f for f in forms if f not in SYNTHETIC_FORMS]
+    if unknown:
+        raise DataError(f"unknown synthetic form(s) {unknown}; choose from {sorted(SYNTHETIC_FORMS)}")
     rng = random.Random(seed)
     out = []
     for i in range(n_questions):
-        level = i % 5 + 1
-        text, answer = _SYNTHETIC[level](rng)
+        form = forms[i % len(forms)]
+        level, make = SYNTHETIC_FORMS[form]
+        text, answer = make(rng)
         out.append({"id": f"synthetic-{seed}-{i:04d}", "prompt": text, "answer": _fmt(answer), "level": level,
-                    "subject": "arithmetic", "source": "synthetic"})
+                    "subject": form, "source": "synthetic"})
     return out
 
 
@@ -262,14 +280,46 @@ def _l5(rng):
     return f"Solve for ${name}$: ${a}{name} + ({b}) = {c}$.", x
 
 
-_SYNTHETIC = {1: _l1, 2: _l2, 3: _l3, 4: _l4, 5: _l5}
+def _sum_1digit(rng):
+    a, b = rng.randint(1, 9), rng.randint(1, 9)
+    return f"What is {a} + {b}?", a + b
+
+
+def _product_1digit(rng):
+    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    return f"What is {a} \\times {b}?", a * b
+
+
+_NAMES = ("Tom", "Anna", "Sam", "Lena", "Omar", "Mia")
+_THINGS = ("apples", "pens", "books", "coins", "stamps", "shells")
+
+
+def _story_sum_1digit(rng):
+    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    name, things = rng.choice(_NAMES), rng.choice(_THINGS)
+    return f"{name} has {a} {things} and gets {b} more. How many {things} does {name} have now?", a + b
+
+
+# name -> (level, generator). Levels 1-5 are the ladder; the one-digit forms are level 1.
+SYNTHETIC_FORMS = {
+    "sum": (1, _l1),
+    "product_difference": (2, _l2),
+    "parentheses": (3, _l3),
+    "fraction_sum": (4, _l4),
+    "linear_equation": (5, _l5),
+    "sum_1digit": (1, _sum_1digit),
+    "product_1digit": (1, _product_1digit),
+    "story_sum_1digit": (1, _story_sum_1digit),
+}
+LADDER = ("sum", "product_difference", "parentheses", "fraction_sum", "linear_equation")
 
 
 def prepare_benchmark(spec: dict) -> list[dict]:
     """Load the benchmark described by a config ``benchmarks.<key>`` entry."""
     source = spec["source"]
     if source == "synthetic":
-        records = synthetic_arithmetic(int(spec.get("n_questions", 20)), seed=int(spec.get("seed", 0)))
+        records = synthetic_arithmetic(int(spec.get("n_questions", 20)), seed=int(spec.get("seed", 0)),
+                                       forms=spec.get("forms"))
     elif source == "ttrl_json":
         if "path" not in spec:
             raise DataError("a ttrl_json benchmark needs 'path' (a TTRL test.json file)")
