@@ -26,13 +26,25 @@ if not workflow.overwrite_configfiles:
 
 
 # Fail the plan (also `snakemake -n`) in a few lines: a schema error names the key, the rule it
-# broke and what is allowed; a config path that does not exist is named before any job starts.
-from concord import preflight
+# broke and what is allowed; an input only the user can supply (SLURM account, LiveCodeBench
+# file, SC-MoA files and endpoint) says where to supply it and how to run without it; any other
+# config path that does not exist is named before any job starts.
+from concord import inputs, preflight
+
+
+def _cluster_account():
+    """The SLURM profile's account default resource as written, None without a SLURM profile."""
+    try:
+        return workflow.resource_settings.default_resources[inputs.ACCOUNT_RESOURCE].raw
+    except (AttributeError, KeyError, TypeError):
+        return None
+
 
 try:
     preflight.validate_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
+    inputs.check_inputs(config, account=_cluster_account())
     preflight.check_paths(config)
-except preflight.ConfigError as _config_error:
+except (preflight.ConfigError, inputs.MissingInputError) as _config_error:
     raise WorkflowError(str(_config_error)) from None
 
 

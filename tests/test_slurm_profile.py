@@ -62,20 +62,61 @@ def test_slurm_executor_plugin_is_installed():
     import snakemake_executor_plugin_slurm  # noqa: F401
 
 
+def _filled_profile(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The slurm profile with an account, and --config overrides pointing every user-supplied
+    input (LiveCodeBench file, SC-MoA files, endpoint) at stand-ins: what a user fills in."""
+    profile = tmp_path / "slurm"
+    profile.mkdir()
+    text = PROFILE.read_text().replace('"YOUR_ACCOUNT"', '"proj123"')
+    # The profile names config files relative to the repository root, where Snakemake runs.
+    (profile / "config.yaml").write_text(text)
+    data = tmp_path / "data"
+    (data / "bbh").mkdir(parents=True)
+    for name in ("lcb.jsonl", "mmlu.csv", "gpqa.csv", "aime.jsonl"):
+        (data / name).write_text("")
+    overrides = [
+        "--config",
+        f"fmv={{benchmarks: {{lcb_v6: {{path: {data / 'lcb.jsonl'}}}}}}}",
+        f"scmoa={{server: {{base_url: 'http://gpu-node-7:8000/v1'}}, benchmarks: {{bbh: {{path: {data / 'bbh'}}}, "
+        f"mmlu_ml: {{path: {data / 'mmlu.csv'}}}, gpqa_diamond: {{path: {data / 'gpqa.csv'}}}, "
+        f"aime: {{path: {data / 'aime.jsonl'}}}, lcb_hard: {{path: {data / 'lcb.jsonl'}}}}}}}",
+    ]
+    return profile, overrides
+
+
 @pytest.mark.slow
-def test_profile_dry_run_of_the_full_reproduction():
-    proc = _snakemake("--profile", "slurm", "-n", "--sdm", "env-modules", "--configfile", "config/paper.yaml")
+def test_profile_dry_run_is_the_full_reproduction_of_all_three_papers(tmp_path):
+    profile, overrides = _filled_profile(tmp_path)
+    proc = _snakemake("--profile", str(profile), "-n", "--sdm", "env-modules", *overrides)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     out = proc.stdout + proc.stderr
-    assert "Using profile slurm" in out
+    assert "Using profile" in out
     jobs = _job_resources(out)
-    assert jobs, out[-2000:]
+    rules = {rule for rule, _ in jobs}
+    # CoRE's grid, FMV's and SC-MoA's experiments, and every paper's tables.
+    assert {"rollouts", "train", "evaluate", "table1", "table2", "table3", "figure3"} <= rules, sorted(rules)
+    assert {"fmv_generate", "fmv_train", "fmv_table1", "fmv_table2"} <= rules, sorted(rules)
+    assert {"scmoa_run", "scmoa_report"} <= rules, sorted(rules)
     for rule, res in jobs:
-        assert res.get("slurm_account") == "YOUR_ACCOUNT" and res.get("slurm_partition") == "YOUR_PARTITION", rule
-    gpu_jobs = [(rule, res) for rule, res in jobs if rule.startswith(GPU_RULE_PREFIXES)]
-    assert gpu_jobs, "no roll-out, training or evaluation job in the paper DAG"
-    for rule, res in gpu_jobs:
-        assert int(res.get("gpu", 0)) >= 1, f"{rule} runs on the cluster without a GPU"
+        assert res.get("slurm_account") == "proj123" and res.get("slurm_partition") == "YOUR_PARTITION", rule
+    for rule, res in jobs:
+        if rule.startswith(GPU_RULE_PREFIXES) or rule in ("fmv_generate", "fmv_train"):
+            assert int(res.get("gpu", 0)) >= 1, f"{rule} runs on the cluster without a GPU"
+
+
+@pytest.mark.slow
+def test_missing_user_inputs_stop_the_plan_briefly_saying_how_to_supply_them():
+    proc = _snakemake("--profile", "slurm", "-n", "--sdm", "env-modules")
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    message = err[err.index("this run needs inputs only you can supply"):]
+    message = message[:message.index("  File ")] if "  File " in message else message
+    lines = message.strip().splitlines()
+    assert len(lines) <= 7, message
+    for needed in ("SLURM account", "slurm/config.yaml", "LiveCodeBench release file", "config/paper_fmv.yaml",
+                   "SC-MoA benchmark files", "SC-MoA model endpoint", "config/paper_scmoa.yaml",
+                   "without FMV: --configfile config/paper.yaml config/paper_scmoa.yaml"):
+        assert needed in message, needed
 
 
 @pytest.mark.slow

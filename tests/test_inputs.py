@@ -1,0 +1,48 @@
+"""Inputs only the user can supply: what is missing, and the plan-time message."""
+
+from __future__ import annotations
+
+import pytest
+
+from concord.inputs import MissingInputError, check_inputs, missing_inputs
+
+PAPERS = {
+    "fmv": {"enabled": True, "benchmarks": {"lcb_v6": {"source": "livecodebench", "path": "lcb.jsonl"}}},
+    "scmoa": {"models": ["gpt-oss-120b"], "server": {"base_url": "http://127.0.0.1:8000/v1"},
+              "benchmarks": {"bbh": {"path": "bbh"}, "aime": {"path": "aime.jsonl"}}},
+}
+
+
+def test_a_local_run_checks_only_files(tmp_path):
+    found = missing_inputs(PAPERS, workdir=tmp_path)
+    assert [m.what for m in found] == ["LiveCodeBench release file (FMV)", "SC-MoA benchmark files"]
+    assert "aime.jsonl, bbh not found" in found[1].fix
+    (tmp_path / "lcb.jsonl").write_text("")
+    (tmp_path / "bbh").mkdir()
+    (tmp_path / "aime.jsonl").write_text("")
+    assert missing_inputs(PAPERS, workdir=tmp_path) == []  # loopback endpoint is fine on one machine
+
+
+def test_a_cluster_run_needs_an_account_and_a_reachable_endpoint(tmp_path):
+    for name in ("lcb.jsonl", "aime.jsonl"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "bbh").mkdir()
+    found = missing_inputs(PAPERS, account="YOUR_ACCOUNT", workdir=tmp_path)
+    assert [m.what for m in found] == ["SLURM account", "SC-MoA model endpoint"]
+    reachable = {**PAPERS, "scmoa": {**PAPERS["scmoa"], "server": {"base_url": "http://node7:8000/v1"}}}
+    assert missing_inputs(reachable, account="proj1", workdir=tmp_path) == []
+
+
+def test_a_disabled_paper_needs_nothing(tmp_path):
+    config = {"fmv": {**PAPERS["fmv"], "enabled": False}}
+    assert missing_inputs(config, workdir=tmp_path) == []
+
+
+def test_the_message_is_short_and_says_how_to_run_the_other_papers(tmp_path):
+    with pytest.raises(MissingInputError) as err:
+        check_inputs(PAPERS, account="", workdir=tmp_path)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 6
+    assert lines[-1] == ("Or run the other papers: without FMV: --configfile config/paper.yaml config/paper_scmoa.yaml; "
+                         "without SC-MoA: --configfile config/paper.yaml config/paper_fmv.yaml; "
+                         "CoRE alone: --configfile config/paper.yaml")
