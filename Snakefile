@@ -31,18 +31,9 @@ if not workflow.overwrite_configfiles:
 # config path that does not exist is named before any job starts.
 from concord import inputs, preflight
 
-
-def _cluster_account():
-    """The SLURM profile's account default resource as written, None without a SLURM profile."""
-    try:
-        return workflow.resource_settings.default_resources[inputs.ACCOUNT_RESOURCE].raw
-    except (AttributeError, KeyError, TypeError):
-        return None
-
-
 try:
     preflight.validate_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
-    inputs.check_inputs(config, account=_cluster_account())
+    inputs.check_inputs(config, account=inputs.cluster_account(workflow))
     preflight.check_paths(config)
 except (preflight.ConfigError, inputs.MissingInputError) as _config_error:
     raise WorkflowError(str(_config_error)) from None

@@ -43,6 +43,14 @@ class MissingInput:
         return f"  - {self.what}: {self.fix}"
 
 
+def cluster_account(workflow) -> str | None:
+    """The SLURM profile's account default resource as written, None without a SLURM profile."""
+    try:
+        return workflow.resource_settings.default_resources[ACCOUNT_RESOURCE].raw
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
 def _exists(path: str, workdir: Path) -> bool:
     return (Path(path) if os.path.isabs(path) else workdir / path).exists()
 
@@ -102,4 +110,4 @@ def check_inputs(config: Mapping[str, Any], *, account: str | None = None,
         raise MissingInputError("\n".join(lines))
 
 
-__all__ = ["MissingInput", "MissingInputError", "check_inputs", "missing_inputs"]
+__all__ = ["MissingInput", "MissingInputError", "check_inputs", "cluster_account", "missing_inputs"]
