@@ -161,8 +161,8 @@ def _train_dir(arm, split, n, seed):
 
 def _validation_curves():
     """(label, validation.csv) of every TTRL run of Tables 1 and 2, per seed."""
-    runs = [(f"{_fmv_report.ttrl_label(arm, _TT1_N[arm])}, half", arm, "half", _TT1_N[arm]) for arm in _TT_ARMS]
-    runs += [(f"{_fmv_report.ttrl_label(arm, n)}, full", arm, "full", n)
+    runs = [(f"{_fmv_report.ttrl_label(arm, _TT1_N[arm])} on the train half", arm, "half", _TT1_N[arm]) for arm in _TT_ARMS]
+    runs += [(f"{_fmv_report.ttrl_label(arm, n)} on all questions", arm, "full", n)
              for n in FMV_TTRL.get("table2_n_vote", [32, 128]) for arm in _TT_ARMS]
     return [(label, f"{_train_dir(arm, split, n, seed)}/validation.csv") for label, arm, split, n in runs
             for seed in FMV_SEEDS]

@@ -358,7 +358,7 @@ rule fmv_validation:
     conda:
         FMV_ENV
     shell:
-        audited("python -m concord fmv-validation {params.curves} --out-stem {params.stem:q} --rule fmv_validation > {log:q} 2>&1")
+        audited("python -m concord fmv-validation {params.curves} --out-stem {params.stem:q} > {log:q} 2>&1")
 
 
 rule fmv_all:

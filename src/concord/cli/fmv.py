@@ -358,7 +358,7 @@ def cmd_validation(args) -> int:
         frame, frame.assign(val_pass_at_1=(100 * frame["val_pass_at_1"]).round(1)), stem,
         f"TTRL validation pass@1 (%) on the held-out validation questions versus training step, mean over "
         f"{seeds} seed(s) (range shaded); the last point of a run is where it stopped.")
-    _register(args, outputs, _all_paths(curves), {})
+    log.info("wrote %s", ", ".join(str(o) for o in outputs))
     return 0
 
 
