@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ import pandas as pd
 from concord.papers.fmv.baselines import best_at_n, mean_at_n, picked_accuracy, semantic_scores
 from concord.papers.fmv.grading import ExecSettings, execute, grade, programs_for
 from concord.consensus.fmv import encode_outputs, fmv_select_codes
+from concord.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -164,14 +165,38 @@ def load_exec(records: Sequence[dict], exec_table: pd.DataFrame) -> list[Questio
 # ------------------------------------------------------------------ selection and scaling
 
 
+@dataclass(frozen=True)
+class SelectionMethod:
+    """A way to pick (or score) candidates of one question: ``accuracy(q, idx, embeddings)`` is the
+    method's accuracy when only candidates ``idx`` exist; ``needs_embeddings`` marks semantic ones."""
+
+    name: str
+    accuracy: Callable[["QuestionExec", np.ndarray, np.ndarray | None], float]
+    needs_embeddings: bool = False
+
+
+#: The selection methods of Figure 2 that scale with N (GenCluster, judged by a model, runs apart).
+SELECTION_METHODS: Registry[SelectionMethod] = Registry("code-selection method")
+for _method in (
+    SelectionMethod("mean", lambda q, idx, emb: mean_at_n(q.passed[idx])),
+    SelectionMethod("best", lambda q, idx, emb: best_at_n(q.passed[idx])),
+    SelectionMethod("fmv", lambda q, idx, emb: picked_accuracy(q.passed[idx], fmv_select_codes(q.codes[idx]))),
+    SelectionMethod(
+        "semantic",
+        lambda q, idx, emb: picked_accuracy(q.passed[idx], int(np.argmax(semantic_scores(emb[idx])))),
+        needs_embeddings=True,
+    ),
+):
+    SELECTION_METHODS.register(_method.name, _method)
+
+
 def method_scores(q: QuestionExec, idx: np.ndarray, embeddings: np.ndarray | None) -> dict[str, float]:
     """Each method's accuracy on one question when only candidates ``idx`` exist."""
-    passed = q.passed[idx]
-    out = {"mean": mean_at_n(passed), "best": best_at_n(passed)}
-    out["fmv"] = picked_accuracy(passed, fmv_select_codes(q.codes[idx]))
-    if embeddings is not None:
-        out["semantic"] = picked_accuracy(passed, int(np.argmax(semantic_scores(embeddings[idx]))))
-    return out
+    return {
+        name: SELECTION_METHODS.get(name).accuracy(q, idx, embeddings)
+        for name in SCALING_METHODS
+        if embeddings is not None or not SELECTION_METHODS.get(name).needs_embeddings
+    }
 
 
 def default_n_values(n: int) -> list[int]:
@@ -193,7 +218,7 @@ def scaling(
     bad = [n for n in n_values if not 1 <= n <= n_total]
     if bad:
         raise ValueError(f"n_values {bad} outside 1..{n_total} (the candidates per question)")
-    methods = SCALING_METHODS if embeddings is not None else ("mean", "best", "fmv")
+    methods = [m for m in SCALING_METHODS if embeddings is not None or not SELECTION_METHODS.get(m).needs_embeddings]
     out = {m: {} for m in methods}
     for n in n_values:
         per_q = {m: np.zeros(len(questions)) for m in methods}
