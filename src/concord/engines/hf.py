@@ -105,7 +105,8 @@ class HFEngine:
         with torch.no_grad():
             # Under synced_gpus every rank must run the same forwards; an extra prefill is not one.
             if len(unique) < len(prompts) and self.synced_gpus is None and enc["input_ids"].shape[1] > 1:
-                extra["cache"] = self._shared_prefix_cache(enc, rows)
+                # `past_key_values`, not 5.24's new name `cache`: the GPU env pins transformers 5.17.
+                extra["past_key_values"] = self._shared_prefix_cache(enc, rows)
             torch.manual_seed(seed)
             out = self.model.generate(
                 **extra,
@@ -142,7 +143,7 @@ class HFEngine:
         ids, mask = enc["input_ids"][:, :-1], enc["attention_mask"][:, :-1]
         positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
         cache = DynamicCache(config=self.model.config)
-        self.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
+        self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True,
                    logits_to_keep=1)
         cache.batch_select_indices(rows)
         return cache
