@@ -10,8 +10,9 @@ SCMOA_BENCHMARKS = SCMOA.get("benchmarks") or {}
 SCMOA_MODELS = SCMOA.get("models") or MODELS
 SCMOA_R = f"{RESULTS}/scmoa"
 SCMOA_TABLES = ("accuracy", "significance", "flips", "transition", "diversity", "error_correlation", "reliability",
-                "selective", "gating_sweep", "k_sweep", _scmoa_report.KSWEEP_TABLE, *_scmoa_report.optional_tables(SCMOA))
-SCMOA_FIGURES = ("calibration", "transition", "diversity", "sweeps")
+                "selective", "gating_sweep", "k_sweep", _scmoa_report.KSWEEP_TABLE, *_scmoa_report.optional_tables(SCMOA),
+                *_scmoa_report.APPENDIX_TABLES)
+SCMOA_FIGURES = ("calibration", "transition", "diversity", "sweeps", *_scmoa_report.APPENDIX_FIGURES)
 # The method settings scmoa-run/scmoa-report read (everything except where the questions come from).
 SCMOA_SETTINGS = as_json({k: v for k, v in SCMOA.items() if k not in ("benchmarks", "models", "server")})
 SCMOA_SERVER = SCMOA.get("server") or {}
@@ -77,5 +78,5 @@ def scmoa_report_item(path, stem, ext, figure=False):
     """Tables (CSV) and figures (PNG) of SC-MoA in the HTML report, one caption per stem."""
     if ext not in ("csv", "png"):
         return path
-    caption = report_caption("scmoa", f"fig_{stem}" if figure else stem)
+    caption = report_caption("scmoa", f"fig_{stem}", "figure") if figure else report_caption("scmoa", stem)
     return in_report(path, caption, "SC-MoA paper", "{smodel} / {sbench}", item=stem, kind="figure" if figure else "table")

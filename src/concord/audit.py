@@ -426,7 +426,12 @@ def plan(
     work = Path(workdir).resolve() if workdir is not None else Path.cwd().resolve()
     if not snakefile.is_file():
         raise PlanError(f"no Snakefile at {snakefile}")
+    import logging
+
     captured = _io.StringIO()
+    snakemake_logger = logging.getLogger("snakemake")
+    level = snakemake_logger.level
+    snakemake_logger.setLevel(logging.WARNING)  # its INFO lines ("Building DAG of jobs...") are noise here
     try:
         with contextlib.redirect_stdout(captured), SnakemakeApi(
             OutputSettings(quiet={Quietness.ALL}, show_failed_logs=False)
@@ -463,6 +468,8 @@ def plan(
             raise
         detail = str(exc).strip() or type(exc).__name__
         raise PlanError(f"the workflow does not plan: {detail[-2000:]}") from None
+    finally:
+        snakemake_logger.setLevel(level)
     return Plan(outputs=outputs, workdir=work)
 
 
