@@ -249,3 +249,15 @@ def test_cli_builds_a_table_from_a_validated_config_file(tmp_path):
 
     proc = _cli("table", "--table", "table2", "--config-json", json.dumps(CONFIG), cwd=tmp_path)
     assert proc.returncode != 0 and "no table 'table2'" in proc.stderr
+
+
+def test_no_bold_when_every_arm_ties_and_one_seed_caption_has_no_spread(tmp_path):
+    grid = {("mistral", "aime"): {arm: [20.0] for arm in ("majority", "ec", "cisc", "core")} | {"base": [10.0]}}
+    write_grid(tmp_path / "r", grid)
+    config = {**CONFIG, "benchmarks": {"aime": {}}, "seeds": [0]}
+    written = tables.make_table(config, "table3", tmp_path / "r", tmp_path / "out" / "table3")
+    table = pd.read_csv(written[0], keep_default_na=False)
+    assert list(table["best"]) == ["", ""]  # the cell row and the Mean-Delta row
+    md, tex = written[1].read_text(), written[2].read_text()
+    assert "**+" not in md and "\\mathbf" not in tex
+    assert "one seed" in md and "±" not in md and "\\pm" not in tex

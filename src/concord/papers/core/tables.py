@@ -230,10 +230,12 @@ def build_table(summary: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
 
 def _best(row: Mapping, rl_arms: Sequence[str]) -> str:
     # Compare unrounded deltas (the paper bolds Majority's +27.6 over CoRE's +27.6 on
-    # Qwen2.5-Math-7B AMC); exact ties are all marked.
+    # Qwen2.5-Math-7B AMC); exact ties are all marked, unless every arm ties: then no arm is
+    # better than another and nothing is bold.
     deltas = np.array([row[f"delta_{a}"] for a in rl_arms])
     top = deltas.max()
-    return "|".join(a for a, d in zip(rl_arms, deltas) if math.isclose(d, top, rel_tol=0, abs_tol=1e-9))
+    best = [a for a, d in zip(rl_arms, deltas) if math.isclose(d, top, rel_tol=0, abs_tol=1e-9)]
+    return "" if len(best) == len(rl_arms) > 1 else "|".join(best)
 
 
 def _display_frame(table: pd.DataFrame, spec: TableSpec, decimals: int, fmt: str) -> pd.DataFrame:
@@ -320,9 +322,12 @@ def display_name(name: str) -> str:
 def caption_for(spec: TableSpec) -> str:
     families = ", ".join(dict.fromkeys(spec.families[m] for m in spec.models))
     seeds = len(spec.seeds)
+    # One seed has no spread to report: say so instead of a "± std" that is never shown.
+    spread = "one seed" if seeds == 1 else f"mean ± std over {seeds} seeds"
     return (
-        f"{families}. Final pass@1, mean ± std over {seeds} seed{'s' if seeds != 1 else ''} (%). "
-        "Δ columns are each arm minus the no-RL base (points); the largest per-row improvement is bold."
+        f"{families}. Final pass@1, {spread} (%). "
+        "Δ columns are each arm minus the no-RL base (points); the largest per-row improvement is bold "
+        "(none when every arm ties)."
     )
 
 
