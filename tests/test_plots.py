@@ -267,3 +267,21 @@ def test_report_targets_list_tables_and_supported_figures():
     assert "res/tables/table1.tex" in targets and "res/tables/table3.csv" in targets
     assert "res/figures/figure5a.json" in targets and "res/figures/figure5b.pdf" in targets
     assert not any("table2" in t for t in targets)
+
+
+def test_figure2_axis_is_0_to_100_with_integer_n_ticks_and_coinciding_curves_visible():
+    ns = [1, 2, 4, 8, 16]
+    rows = [{"method": m, "n": n, "mean": 0.4 + 0.02 * i, "std": 0.0, "lo": 0.35, "hi": 0.5, "subsamples": 5}
+            for m in ("majority", "ec", "cisc", "core") for i, n in enumerate(ns)]
+    fig = plots.label_accuracy_figure(pd.DataFrame(rows), title="SmolLM2-135M-Instruct / Synthetic")
+    ax = fig.axes[0]
+    assert ax.get_ylim() == (0.0, 100.0)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(n) for n in ns]
+    assert ax.xaxis.get_minor_ticks() == []
+    lines = ax.get_lines()
+    # Identical values: every operator keeps its own marker and line style and its own x positions.
+    assert len({line.get_marker() for line in lines}) == 4
+    assert len({line.get_linestyle() for line in lines}) == 4
+    assert len({tuple(np.round(line.get_xdata(), 6)) for line in lines}) == 4
+    assert all(np.allclose(line.get_ydata(), lines[0].get_ydata()) for line in lines)
+    assert ax.get_title() == "SmolLM2-135M-Instruct / Synthetic"

@@ -21,7 +21,10 @@ rule label_accuracy:
     params:
         consensus=as_json(section("consensus")),
         analysis=as_json(section("analysis")),
-        title=lambda wc: f"{wc.model} / {wc.benchmark}",
+        # Display names (report.labels) so the figure says which model and benchmark it shows.
+        title=lambda wc: " / ".join(
+            section("report").get("labels", {}).get(key, key) for key in (wc.model, wc.benchmark)
+        ),
     log:
         f"{LOGS}/analysis/{{model}}/{{benchmark}}/seed{{seed}}/label_accuracy.log",
     benchmark:

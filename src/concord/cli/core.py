@@ -106,7 +106,10 @@ def cmd_label_accuracy(args) -> int:
         groups, class_correctness(groups, policy, task), n_values, int(args.analysis.get("n_subsamples", 50)), args.seed,
         consensus=args.consensus,
     )
-    write_table(summary, args.table, caption=f"Pseudo-label accuracy versus N. {args.title}")
+    # Accuracies in percent, as in every concord table (the curve itself is computed in [0, 1]).
+    percent = summary.assign(**{c: 100 * summary[c] for c in ("mean", "std", "lo", "hi")})
+    write_table(percent, args.table, float_format="{:.1f}",
+                caption=f"Pseudo-label accuracy (%) versus N: mean, std and 95% band over subsets. {args.title}")
     plot_label_accuracy(summary, args.figure, title=args.title)
     return 0
 

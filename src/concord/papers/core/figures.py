@@ -526,23 +526,41 @@ def make_figure(config: Mapping, name: str, results_dir: str | Path, stem: str |
 
 METHOD_LABELS = {"majority": "Majority (TTRL)", "ec": "EC (graph)", "cisc": "CISC (conf.)", "core": "CoRE"}
 METHOD_COLORS = {"majority": "#d62728", "ec": "#9467bd", "cisc": "#ff7f0e", "core": "#2ca02c"}
+# Operators often give the same label (at N = 1 all four coincide): a marker shape and line style
+# per operator, and a small horizontal offset, keep every curve visible where they overlap.
+METHOD_MARKERS = {"majority": "o", "ec": "s", "cisc": "^", "core": "D"}
+METHOD_LINESTYLES = {"majority": "-", "ec": "--", "cisc": "-.", "core": ":"}
+DODGE = 0.04  # log2 units between neighbouring operators' points
 
 
 def plot_label_accuracy(summary: pd.DataFrame, png_path: str | Path, title: str = "") -> list[Path]:
+    """Figure 2 as PNG + PDF (see :func:`label_accuracy_figure`)."""
+    return io.save_figure(label_accuracy_figure(summary, title), png_path)
+
+
+def label_accuracy_figure(summary: pd.DataFrame, title: str = ""):
     """Figure 2: pseudo-label accuracy versus N per operator, with 95% subsampling bands."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    methods = list(dict.fromkeys(summary["method"]))
     with style():
         fig, ax = new_figure(4.2, 3.0)
-        for method, sub in summary.groupby("method", sort=False):
-            sub = sub.sort_values("n")
+        for k, method in enumerate(methods):
+            sub = summary[summary["method"] == method].sort_values("n")
             color = METHOD_COLORS.get(method)
-            ax.plot(sub["n"], 100 * sub["mean"], marker="o", ms=3, color=color, label=METHOD_LABELS.get(method, method))
-            ax.fill_between(sub["n"], 100 * sub["lo"], 100 * sub["hi"], color=color, alpha=0.15, linewidth=0)
+            x = sub["n"] * 2.0 ** (DODGE * (k - (len(methods) - 1) / 2))
+            ax.plot(x, 100 * sub["mean"], marker=METHOD_MARKERS.get(method, "o"), ms=4, mfc="none",
+                    linestyle=METHOD_LINESTYLES.get(method, "-"), color=color, label=METHOD_LABELS.get(method, method))
+            ax.fill_between(x, 100 * sub["lo"], 100 * sub["hi"], color=color, alpha=0.12, linewidth=0)
         ax.set_xscale("log", base=2)
-        ns = sorted(summary["n"].unique())
+        ns = sorted(int(n) for n in summary["n"].unique())
         ax.set_xticks(ns, [str(n) for n in ns])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0, 100)
         ax.set_xlabel("roll-outs per question N")
         ax.set_ylabel("pseudo-label accuracy (%)")
         if title:
             ax.set_title(title)
-        ax.legend(frameon=False, fontsize=7)
-        return io.save_figure(fig, png_path)
+        ax.legend(frameon=False, fontsize=7, loc="lower right")
+    return fig
