@@ -285,3 +285,21 @@ def test_figure2_axis_is_0_to_100_with_integer_n_ticks_and_coinciding_curves_vis
     assert len({tuple(np.round(line.get_xdata(), 6)) for line in lines}) == 4
     assert all(np.allclose(line.get_ydata(), lines[0].get_ydata()) for line in lines)
     assert ax.get_title() == "SmolLM2-135M-Instruct / Synthetic"
+
+
+def test_figure5b_of_one_cell_draws_a_bootstrap_se_over_questions(tmp_path):
+    """One (model, benchmark) cell has no spread over cells: the SE resamples its questions."""
+    rng = np.random.default_rng(0)
+    config = {**CONFIG, "models": {"m1": {"family": "Math"}}, "benchmarks": {"amc": {}}, "seeds": [0],
+              "report": {"tables": {"table1": ["m1"]}}}
+    for i, arm in enumerate(tables.ARMS):
+        correct = rng.integers(0, 5, size=12)
+        per_question = [{"id": f"q{j}", "n_correct": int(c), "k": 4} for j, c in enumerate(np.minimum(correct + i % 2, 4))]
+        io.write_json(tables.eval_path(tmp_path, "m1", "amc", arm, 0),
+                      {"pass_at_1": float(np.mean([q["n_correct"] / 4 for q in per_question])), "per_question": per_question})
+    written = plots.make_figure(config, "figure5b", tmp_path, tmp_path / "figures" / "figure5b")
+    frame = pd.read_csv([p for p in written if p.suffix == ".csv"][0])
+    assert (frame["se"] > 0).all() and set(frame["se_over"]) == {"questions x seeds"}
+    deltas = plots.cell_question_deltas(plots.figure_inputs(config, "figure5b", tmp_path), "m1", "amc")
+    assert deltas["core"].shape == (1, 12)
+    assert frame.set_index("arm").loc["core", "mean_delta"] == pytest.approx(deltas["core"].mean())

@@ -354,12 +354,16 @@ def factorial(
     benchmarks: Sequence[str],
     n_resamples: int = 2000,
     seed: int = 0,
+    question_deltas: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Mean improvement over Base (points) of each graph x confidence arm, over all cells.
 
-    Returns the 2x2 frame (arm, graph, confidence, mean_delta, se, n_cells) and the effects:
-    ``interaction = (CoRE - CISC) - (EC - Majority)``, positive when graph and confidence
-    reinforce each other. SEs are bootstrap SEs over cells (fixed ``seed``).
+    Returns the 2x2 frame (arm, graph, confidence, mean_delta, se, se_over, n_cells) and the
+    effects: ``interaction = (CoRE - CISC) - (EC - Majority)``, positive when graph and confidence
+    reinforce each other. SEs are bootstrap SEs over cells (fixed ``seed``); a grid of one cell
+    has no spread over cells, so there the SE resamples that cell's questions and seeds instead
+    (``question_deltas``: arm -> seeds x questions matrix of arm minus Base, points; see
+    :func:`cell_question_deltas`), and ``se_over`` says which.
     """
     deltas: dict[str, list[float]] = {arm: [] for arm in FACTORIAL}
     for model in models:
@@ -375,9 +379,14 @@ def factorial(
     rows = []
     for arm, (graph, confidence) in FACTORIAL.items():
         values = np.array(deltas[arm])
-        se = stats.bootstrap_se(values, n_resamples=n_resamples, seed=seed) if values.size >= 2 else float("nan")
+        se, se_over = float("nan"), ""
+        if values.size >= 2:
+            se, se_over = stats.bootstrap_se(values, n_resamples=n_resamples, seed=seed), "cells"
+        elif question_deltas is not None and np.shape(question_deltas[arm])[-1] >= 2:
+            se = stats.bootstrap_se_seeds_questions(question_deltas[arm], n_resamples=n_resamples, seed=seed)
+            se_over = "questions x seeds"
         rows.append({"arm": arm, "graph": graph, "confidence": confidence, "mean_delta": float(values.mean()),
-                     "se": se, "n_cells": int(values.size)})
+                     "se": se, "se_over": se_over, "n_cells": int(values.size)})
     frame = pd.DataFrame(rows)
     m = frame.set_index("arm")["mean_delta"]
     effects = {
@@ -388,6 +397,31 @@ def factorial(
         "interaction": float((m["core"] - m["cisc"]) - (m["ec"] - m["majority"])),
     }
     return frame, effects
+
+
+def cell_question_deltas(paths: Sequence[str | Path], model: str, benchmark: str) -> dict[str, np.ndarray]:
+    """Per arm, the seeds x questions matrix of (arm minus Base) per-question accuracy in points,
+    paired by seed and question id, from one cell's evaluation files (their ``per_question``)."""
+    accuracy: dict[tuple[str, int], dict[str, float]] = {}
+    for path in paths:
+        info = tables.parse_eval_path(path)
+        if (info["model"], info["benchmark"]) != (model, benchmark):
+            continue
+        rows = io.read_json(path).get("per_question") or []
+        accuracy[(info["arm"], info["seed"])] = {str(r["id"]): 100.0 * r["n_correct"] / r["k"] for r in rows}
+    seeds = sorted(s for a, s in accuracy if a == "base")
+    out = {}
+    for arm in FACTORIAL:
+        matrix = []
+        for s in seeds:
+            base, other = accuracy.get(("base", s), {}), accuracy.get((arm, s))
+            if other is None:
+                continue
+            shared = [q for q in base if q in other]
+            matrix.append([other[q] - base[q] for q in shared])
+        if matrix and len({len(r) for r in matrix}) == 1:
+            out[arm] = np.array(matrix, dtype=float)
+    return out if len(out) == len(FACTORIAL) else {}
 
 
 def figure5b(frame: pd.DataFrame, effects: Mapping):
@@ -414,7 +448,9 @@ def figure5b(frame: pd.DataFrame, effects: Mapping):
         ax.set_yticks([0, 1], ["no", "yes"])
         ax.set_xlabel("confidence")
         ax.set_ylabel("graph")
-        ax.set_title(f"Mean Δ vs. Base (points); interaction {effects['interaction']:+.1f}")
+        over = sorted({str(v) for v in frame.get("se_over", pd.Series(dtype=str)) if isinstance(v, str) and v})
+        se_note = f"± bootstrap SE over {' / '.join(over)}" if over else "no SE (one cell, no per-question data)"
+        ax.set_title(f"Mean Δ vs. Base (points), {se_note}\ninteraction {effects['interaction']:+.1f}", fontsize=8)
         fig.colorbar(image, ax=ax, shrink=0.8)
     return fig
 
@@ -514,7 +550,11 @@ def make_figure(config: Mapping, name: str, results_dir: str | Path, stem: str |
             prov = provenance.record(step="figure5a", config=sections, inputs=inputs)
             written.append(io.write_json(stem.with_suffix(".json"), {**result, "provenance": prov}))
         else:
-            data, effects = factorial(summary, models, report_benchmarks(config), **report["bootstrap"])
+            benchmarks = report_benchmarks(config)
+            single = [(m, b) for m in models for b in benchmarks]
+            per_question = cell_question_deltas(inputs, *single[0]) if len(single) == 1 else None
+            data, effects = factorial(summary, models, benchmarks, **report["bootstrap"],
+                                      question_deltas=per_question or None)
             fig = figure5b(data, effects)
             data = data.assign(**{f"effect_{k}": v for k, v in effects.items()})
     written.append(io.write_text(stem.with_suffix(".csv"), data.to_csv(index=False, float_format="%.6f", lineterminator="\n")))
