@@ -63,6 +63,8 @@ def test_unit_tests_pass_under_the_gpu_envs_transformers(tmp_path_factory):
     probe = subprocess.run([sys.executable, "-c", "import transformers; print(transformers.__version__)"],
                            env=env, capture_output=True, text=True, timeout=120)
     assert probe.stdout.strip() == pins["transformers"], probe.stderr[-2000:]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS], cwd=REPO,
+    # (The kill-and-resume test retrains from scratch: left to the main run.)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", "not killed", *TESTS],
+                         cwd=REPO,
                          env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

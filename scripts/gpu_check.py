@@ -1,0 +1,254 @@
+"""GPU check: does concord's GPU path work on this node? (scripts/gpu_check.sh runs it.)
+
+One GPU, no network, a few minutes; only torch, transformers, trl (and the rest of the GPU env)
+plus this checkout. No model is downloaded: the roll-out model is the converted default model
+(results/models/smollm2-135m) when present, else a randomly initialised model with
+SmolLM2-135M's architecture; the GRPO steps use concord's tiny policies that answer in
+``\\boxed{}`` (math arms) or with a program (FMV arms), so every arm's reward is non-trivial.
+
+1. Roll-outs with confidences through the HF engine on the GPU agree with the CPU on the same
+   seed: greedy roll-outs (fp32) give the same tokens, their confidences (mean token log-prob)
+   agree within ``FP32_TOL``; in bf16 within ``BF16_TOL``.
+2. Two real GRPO steps in bf16 on the GPU through ``concord.rl.run.train`` with each arm's reward
+   (majority, ec, cisc, core on math questions; fmv, fmv_pointwise on code questions), validation
+   included, the trained model saved in bf16.
+3. Peak GPU memory and tokens/s printed.
+
+``--cpu`` runs the same script without a GPU (both sides on CPU): a test of the script itself.
+Exit status 0 when every check passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FP32_TOL = 1e-3  # nats: the same fp32 network on two devices (different kernels, summation order)
+BF16_TOL = 0.1  # nats: bf16 weights and activations against fp32 (8 mantissa bits)
+MATH_ARMS = ("majority", "ec", "cisc", "core")
+CODE_ARMS = ("fmv", "fmv_pointwise")
+REPO = Path(__file__).resolve().parents[1]
+# SmolLM2-135M's architecture (HuggingFaceTB/SmolLM2-135M-Instruct config.json).
+SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                    num_key_value_heads=3, max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000.0,
+                    tie_word_embeddings=True)
+CODE_QUESTIONS = [
+    {"id": f"c{i}", "prompt": text, "inputs": inputs, "mode": "stdin", "fn_name": None, "prefix": "",
+     "starter_code": "", "source": "synthetic", "answer": None, "level": "easy", "subject": "code",
+     "gold": {"kind": "outputs", "outputs": outputs}}
+    for i, (text, inputs, outputs) in enumerate([
+        ("Print the number 2.", ["\n", "\n"], ["2\n", "2\n"]),
+        ("Read nothing and print 1.", ["\n"], ["1\n"]),
+        ("Print how many sides a line segment has minus one.", ["\n"], ["1\n"]),
+        ("Print the smallest prime.", ["\n"], ["2\n"]),
+    ])
+]
+
+log = logging.getLogger("gpu_check")
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# --------------------------------------------------------------------------- models
+def rollout_model(work: Path, tokenizer_dir: Path) -> tuple[Path, str]:
+    """The converted default model if present, else a random model with SmolLM2-135M's
+    architecture (the tiny policy's tokenizer: no download)."""
+    converted = REPO / "results" / "models" / "smollm2-135m"
+    if (converted / "config.json").is_file():
+        return converted, "converted default model (SmolLM2-135M-Instruct)"
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                         pad_token_id=tok.pad_token_id, bos_token_id=None, **SMOLLM2_135M))
+    out = work / "smollm2-135m-random"
+    model.save_pretrained(str(out), safe_serialization=True)
+    tok.save_pretrained(str(out))
+    params = sum(p.numel() for p in model.parameters()) / 1e6
+    return out, f"random model with SmolLM2-135M's architecture ({params:.0f}M parameters, {len(tok)}-token vocabulary)"
+
+
+# --------------------------------------------------------------------------- 1. roll-outs
+def generate(model_dir: Path, device: str, dtype: str, conversations, params):
+    import torch
+
+    from concord.engines.hf import HFEngine
+
+    engine = HFEngine(model_dir, device=device, dtype=dtype, batch_size=64, progress=False)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    t = time.time()
+    gens = engine.generate(conversations, params)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.time() - t
+    tokens = sum(g.n_tokens for group in gens for g in group)
+    del engine
+    return gens, tokens / max(seconds, 1e-9)
+
+
+def compare(reference, other) -> tuple[float, float]:
+    """(share of roll-outs with identical tokens, largest confidence difference among them)."""
+    pairs = [(a, b) for ga, gb in zip(reference, other) for a, b in zip(ga, gb)]
+    same = [(a, b) for a, b in pairs if a.token_ids == b.token_ids]
+    diff = max((abs(a.mean_logprob - b.mean_logprob) for a, b in same), default=float("inf"))
+    return len(same) / len(pairs), diff
+
+
+def check_rollouts(model_dir: Path, device: str, light: bool = False) -> list[str]:
+    from concord.data import build_messages
+    from concord.engines.base import SamplingParams
+
+    failures = []
+    conversations = [build_messages(f"What is {a} + {b}?", "instruct") for a, b in [(1, 2), (3, 4), (5, 6), (7, 8)]]
+    greedy = SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=32, seed=0)
+    cpu, cpu_tps = generate(model_dir, "cpu", "float32", conversations, greedy)
+    for dtype, tol in (("float32", FP32_TOL), ("bfloat16", BF16_TOL)):
+        dev, _ = generate(model_dir, device, dtype, conversations, greedy)
+        share, diff = compare(cpu, dev)
+        ok = share >= 0.5 and diff <= tol
+        say(f"roll-outs {device} {dtype} vs cpu float32 (greedy): {share:.0%} identical, confidence max |diff| "
+            f"{diff:.2e} nats (tolerance {tol:g}) -> {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"roll-outs {dtype}")
+    # Throughput at a batch worth measuring on a GPU; a token gesture on CPU (bf16 matmuls crawl there).
+    n, length = (2, 16) if light else (16, 256)
+    sampled = SamplingParams(n=n, temperature=1.0, top_p=1.0, max_new_tokens=length, seed=0)
+    gens, tps = generate(model_dir, device, "bfloat16", conversations, sampled)
+    confident = all(g.mean_logprob <= 0 and g.n_tokens > 0 for group in gens for g in group)
+    say(f"sampled roll-outs {device} bfloat16: {sum(len(g) for g in gens)} x up to {length} tokens, {tps:,.0f} tokens/s "
+        f"(cpu greedy float32: {cpu_tps:,.0f} tokens/s); confidences are log-probabilities: {confident}")
+    if not confident:
+        failures.append("confidences")
+    return failures
+
+
+# --------------------------------------------------------------------------- 2. GRPO steps
+def training(dtype: str) -> dict:
+    return {"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "updates_per_generation": 2, "max_steps": 2,
+            "learning_rate": 1e-4, "lr_scheduler": "constant", "warmup_ratio": 0.0, "max_completion_length": 24,
+            "beta": 0.001, "gradient_checkpointing": False, "dtype": dtype, "use_vllm": False, "gpus": 1,
+            "eval_every": 1, "eval_at_start": True, "val_questions": 2, "val_k": 2, "val_max_new_tokens": 24,
+            "save_every": 1}
+
+
+def train_arm(arm: str, task: str, model: Path, questions: Path, work: Path, dtype: str) -> dict:
+    import torch
+    from safetensors import safe_open
+
+    from concord.rl.run import train
+
+    out = work / "train" / arm
+    consensus = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200} if task == "math" \
+        else {"timeout_s": 6.0, "memory_mb": 1024}
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    t = time.time()
+    train(model_dir=model, questions_path=questions, out_dir=out, checkpoint_dir=work / "ckpt" / arm, arm=arm, seed=0,
+          training=training(dtype), consensus=consensus, evaluation={"temperature": 0.6, "top_p": 0.95},
+          task=task, benchmark="check")
+    seconds = time.time() - t
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    with safe_open(str(out / "model.safetensors"), "pt") as f:
+        saved = {str(f.get_slice(k).get_dtype()) for k in f.keys()}
+    steps = [r for r in rows if "loss" in r]
+    peak = f"{torch.cuda.max_memory_allocated() / 2**20:.0f} MiB" if torch.cuda.is_available() else "n/a (CPU)"
+    return {"steps": len(steps), "rewards": [round(r.get("reward", float("nan")), 3) for r in steps],
+            "reward_std": max((r.get("reward_std", 0.0) for r in steps), default=0.0),
+            "loss_finite": all(abs(r["loss"]) < float("inf") for r in steps),
+            "val": [r["val_pass_at_1"] for r in rows if "val_pass_at_1" in r], "saved": sorted(saved),
+            "seconds": seconds, "peak_mib": peak}
+
+
+def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS) -> list[str]:
+    import concord.papers  # noqa: F401  (registers the FMV arms and the code task)
+    from concord.data import write_questions
+    from concord.io import write_jsonl
+    from concord.papers.fmv.ttrl import code_messages
+    from concord.rl.tiny import build_boxed_tiny_model, build_code_tiny_model
+
+    math_model = build_boxed_tiny_model(work / "boxed")
+    code_model = build_code_tiny_model(work / "coder", [code_messages(q, "instruct") for q in CODE_QUESTIONS])
+    math_q = work / "math.jsonl"
+    write_questions(math_q, [{"id": f"m{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1),
+                              "level": 1, "subject": "arith", "source": "gpu_check"} for i in range(4)])
+    code_q = work / "code.jsonl"
+    write_jsonl(code_q, CODE_QUESTIONS)
+    failures = []
+    for arm in arms:
+        task, model, questions = ("math", math_model, math_q) if arm in MATH_ARMS else ("code", code_model, code_q)
+        r = train_arm(arm, task, model, questions, work, dtype)
+        want = "BF16" if dtype == "bfloat16" else "F32"
+        ok = r["steps"] == 2 and r["loss_finite"] and r["reward_std"] > 0 and r["saved"] == [want] and len(r["val"]) == 3
+        say(f"GRPO {arm:>13} ({task}, {dtype}): {r['steps']} steps in {r['seconds']:.1f} s, rewards {r['rewards']}, "
+            f"validation {r['val']}, saved {r['saved']}, peak GPU memory {r['peak_mib']} -> "
+            f"{'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"GRPO {arm}")
+    return failures
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu", action="store_true", help="no GPU: run both sides on CPU (tests the script)")
+    ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")
+    ap.add_argument("--arms", default=",".join(MATH_ARMS + CODE_ARMS), help="comma-separated arms to train (default: all)")
+    ap.add_argument("--skip-rollouts", action="store_true")
+    ap.add_argument("--skip-training", action="store_true")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    import torch
+    import transformers
+    import trl
+
+    if not args.cpu and not torch.cuda.is_available():
+        say("FAIL: no CUDA device visible (torch.cuda.is_available() is False); run on a GPU node, or pass --cpu")
+        return 2
+    device = "cpu" if args.cpu else "cuda"
+    if args.cpu:
+        # train() picks the device from torch.cuda.is_available(): hide any GPU for --cpu.
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    say(f"gpu_check: {name}; torch {torch.__version__} (CUDA {torch.version.cuda}), transformers "
+        f"{transformers.__version__}, trl {trl.__version__}")
+    t0 = time.time()
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="concord-gpu-check-") as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        if not args.skip_training:
+            arms = [a for a in args.arms.split(",") if a]
+            unknown = sorted(set(arms) - set(MATH_ARMS + CODE_ARMS))
+            if unknown:
+                ap.error(f"unknown arm(s) {unknown}; choose from {', '.join(MATH_ARMS + CODE_ARMS)}")
+            failures += check_training(work, "bfloat16", arms)
+        if not args.skip_rollouts:
+            model, what = rollout_model(work, work / "boxed" if (work / "boxed").is_dir() else _tokenizer(work))
+            say(f"roll-out model: {what}")
+            failures += check_rollouts(model, device, light=args.cpu)
+    if device == "cuda":
+        say(f"peak GPU memory of the last check: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB "
+            f"(each GRPO line gives its own)")
+    say(f"gpu_check {'PASSED' if not failures else 'FAILED: ' + ', '.join(failures)} in {time.time() - t0:.0f} s")
+    return 0 if not failures else 1
+
+
+def _tokenizer(work: Path) -> Path:
+    from concord.rl.tiny import build_boxed_tiny_model
+
+    return build_boxed_tiny_model(work / "boxed", steps=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""scripts/gpu_check.sh runs here with --cpu (both sides on CPU): the script itself is tested
+wherever no GPU is; on a GPU node it runs as is (README: before the first cluster run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_check_script_passes_on_cpu():
+    env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(["bash", "scripts/gpu_check.sh", "--cpu", "--arms", "core,fmv_pointwise"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    for line in ("GRPO          core (math, bfloat16): 2 steps", "GRPO fmv_pointwise (code, bfloat16): 2 steps",
+                 "roll-outs cpu float32 vs cpu float32 (greedy): 100% identical", "tokens/s", "gpu_check PASSED"):
+        assert line in out, (line, out[-3000:])
+    assert "saved ['BF16']" in out  # the trained model is saved in the training dtype
+
+
+def test_gpu_check_refuses_to_run_without_a_gpu_unless_told():
+    env = {**os.environ, "PYTHON": sys.executable, "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run(["bash", "scripts/gpu_check.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "no CUDA device visible" in proc.stdout
