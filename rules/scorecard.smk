@@ -46,8 +46,8 @@ rule scorecard:
         fidelity=lambda wildcards, input: (
             f"--fidelity {_scorecard_shlex.quote(input.fidelity[0])}" if input.fidelity else ""
         ),
-        results=RESULTS,
-        out_dir=_SCORECARD_DIR,
+        results=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         f"{LOGS}/scorecard.log",
     conda:
