@@ -118,12 +118,47 @@ def test_every_paper_job_fits_its_vllm_context(paths):
             assert settings["vllm_max_model_length"] == prompt + settings["max_completion_length"], where
 
     fmv = config.get("fmv") or {}
-    if fmv.get("enabled") and (fmv.get("ttrl") or {}).get("enabled"):
-        # The FMV TTRL jobs: the `training` section overridden by fmv.ttrl.training (rules/fmv).
-        merged = {**config["training"], **(fmv["ttrl"].get("training") or {})}
-        model = fmv["ttrl"].get("model") or next(iter(fmv["models"]))
-        budget = (fmv["models"][model].get("max_new_tokens") or fmv["sampling"]["max_new_tokens"])
-        for n_vote in fmv["ttrl"].get("table2_n_vote", [32, 128]):
-            settings, _, _ = gpu_job({**merged, "n_vote": n_vote, "n_train": n_vote}, 100)
-            assert settings["max_completion_length"] == budget, "FMV training must sample the paper's budget"
-            assert settings["vllm_max_model_length"] == merged.get("max_prompt_length", prompt) + budget
+    if fmv.get("enabled"):
+        check_fmv_jobs(config, fmv)
+
+
+#: The FMV paper's generation budgets (Appendix A): 8,192 new tokens for Instruct models, 16,384 for Thinking.
+FMV_BUDGETS = {"instruct": 8192, "thinking": 16384}
+
+
+def check_fmv_jobs(config: dict, fmv: dict) -> None:
+    from concord.papers.fmv import settings
+
+    for model in fmv["models"]:
+        kind = "thinking" if "thinking" in model else "instruct"
+        sampling = settings.sampling_settings(config, model)
+        assert sampling["max_new_tokens"] == FMV_BUDGETS[kind], model
+        engine = settings.generation_engine(config, model)
+        assert engine["max_model_len"] == sampling["max_prompt_tokens"] + sampling["max_new_tokens"], model
+        judge = settings.judge_settings(config, model)["judge"]
+        assert judge["engine"]["max_model_len"] >= judge["max_prompt_tokens"] + judge["max_new_tokens"], model
+    ttrl = fmv.get("ttrl") or {}
+    if not ttrl.get("enabled"):
+        return
+    # The FMV TTRL jobs: the `training` section overridden by fmv.ttrl.training (rules/fmv), one per budget N.
+    merged = {**config["training"], **(ttrl.get("training") or {})}
+    model = ttrl.get("model") or next(iter(fmv["models"]))
+    budget = settings.generation_budget(config, model)
+    for n_vote in sorted(set(ttrl.get("table2_n_vote", [])) | set((ttrl.get("table1_n_vote") or {}).values())):
+        job, _, _ = gpu_job({**merged, "n_vote": n_vote, "n_train": n_vote}, 100)
+        assert job["max_completion_length"] == budget, "FMV training must sample the paper's budget"
+        assert job["vllm_max_model_length"] == merged["max_prompt_length"] + budget
+        # Training prompts are the generation prompts: the same budget.
+        assert merged["max_prompt_length"] >= settings.sampling_settings(config, model)["max_prompt_tokens"]
+        cfg = resolve_section("training", {**merged, "n_vote": n_vote, "n_train": n_vote})
+        # Validation samples what evaluation samples, and stopping is on (App. A: until it saturates).
+        assert cfg["val_max_new_tokens"] == budget and cfg["validation_fraction"] and cfg["early_stopping_patience"]
+
+
+def test_the_schema_refuses_vllm_server_mode_saying_what_to_use():
+    from concord.preflight import ConfigError, validate_config
+
+    config = load(PAPER)
+    config["training"]["vllm_mode"] = "server"
+    with pytest.raises(ConfigError, match="colocate"):
+        validate_config(config, REPO / "config" / "schema.yaml")

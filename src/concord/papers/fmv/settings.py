@@ -62,8 +62,10 @@ def sampling_settings(config: Mapping[str, Any], model: str) -> dict:
 
 def engine_settings(config: Mapping[str, Any], max_prompt_tokens: int, max_new_tokens: int) -> dict:
     """The ``engine`` section with a context that holds the longest prompt and a full completion."""
+    from concord.engines.vllm import context_length  # the one sizing rule of every vLLM engine
+
     engine = dict(config.get("engine") or {})
-    engine["max_model_len"] = int(max_prompt_tokens) + int(max_new_tokens)
+    engine["max_model_len"] = context_length(int(max_prompt_tokens), int(max_new_tokens))
     return engine
 
 
