@@ -142,6 +142,15 @@ def test_humaneval_subset_is_seeded():
     assert [r["id"] for r in a] == [r["id"] for r in b] and len(a) == 3
 
 
+def test_humaneval_task_ids_pick_exactly_those_problems():
+    problems = data.humaneval_problems()[:6]
+    out = data.load_humaneval(None, task_ids=["HumanEval/4", "HumanEval/1"], problems=problems, max_inputs=2,
+                              timeout_s=10, memory_mb=512)
+    assert [r["id"] for r in out] == ["HumanEval/1", "HumanEval/4"]  # HumanEval order
+    with pytest.raises(ValueError, match=r"unknown HumanEval task id\(s\) \['HumanEval/999'\]"):
+        data.load_humaneval(None, task_ids=["HumanEval/1", "HumanEval/999"], problems=problems)
+
+
 # ------------------------------------------------------------------ extraction
 
 

@@ -103,6 +103,7 @@ def cmd_data(args) -> int:
     source = spec.get("source")
     if source == "humaneval":
         records = data.load_humaneval(spec["n_questions"], seed=int(spec["seed"]), max_inputs=spec["max_inputs"],
+                                      task_ids=spec.get("task_ids"),
                                       timeout_s=float(exec_spec["timeout_s"]) + 4.0,
                                       memory_mb=int(exec_spec["memory_mb"]), sandbox=exec_spec["sandbox"])
         inputs = []

@@ -53,11 +53,19 @@ def load_humaneval(
     memory_mb: int = 1024,
     sandbox: str | None = None,
     problems: Sequence[dict] | None = None,
+    task_ids: Sequence[str] | None = None,
 ) -> list[dict]:
-    """HumanEval as question records; ``n_questions`` picks a seeded random subset (in task order);
-    ``max_inputs`` caps the recorded inputs per problem (None: every one its ``check`` makes)."""
+    """HumanEval as question records; ``task_ids`` picks those problems, else ``n_questions`` a
+    seeded random subset (both in task order); ``max_inputs`` caps the recorded inputs per
+    problem (None: every one its ``check`` makes)."""
     problems = list(problems) if problems is not None else humaneval_problems()
-    if n_questions is not None and n_questions < len(problems):
+    if task_ids:
+        known = {p["task_id"] for p in problems}
+        unknown = [t for t in task_ids if t not in known]
+        if unknown:
+            raise ValueError(f"unknown HumanEval task id(s) {unknown}; ids look like 'HumanEval/53' (0-163)")
+        problems = [p for p in problems if p["task_id"] in set(task_ids)]
+    elif n_questions is not None and n_questions < len(problems):
         chosen = set(random.Random(seed).sample(range(len(problems)), n_questions))
         problems = [p for i, p in enumerate(problems) if i in chosen]
     inputs = record_humaneval_inputs(problems, max_inputs=max_inputs, timeout_s=timeout_s, memory_mb=memory_mb,
