@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from concord.cli._logs import quiet_bars
+
+    quiet_bars()  # before any library imports tqdm
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

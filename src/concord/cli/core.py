@@ -51,12 +51,19 @@ def cmd_rollouts(args) -> int:
     from concord import provenance
     from concord.config import resolve
     from concord.data import load_questions
+
+    answers = resolve("answers", args.answers)
+    questions = load_questions(args.questions)
+    # The log's first line says what was sampled, before the engine's own output.
+    log.info("roll-outs of model %s: %d questions x N=%d at temperature %s, top-p %s, up to %d new tokens "
+             "(prompt style %s, answer policy %s, seed %d)", args.model_dir, len(questions),
+             int(args.rollouts.get("n", 8)), args.rollouts.get("temperature", 1.0), args.rollouts.get("top_p", 1.0),
+             int(args.rollouts.get("max_new_tokens", 128)), args.model_spec.get("prompt_style", "instruct"),
+             answers["policy"], args.seed)
     from concord.engines import load_engine
     from concord.io import write_parquet
     from concord.papers.core.rollouts import RolloutSpec, generate_rollouts
 
-    answers = resolve("answers", args.answers)
-    questions = load_questions(args.questions)
     engine_cfg = dict(args.engine)
     backend = engine_cfg.pop("backend", "hf")
     options = engine_cfg
