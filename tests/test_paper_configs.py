@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from concord.rl.run import grpo_settings, job_layout, resolve_section, total_steps
+from concord.rl.run import grpo_settings, job_layout, resolve_section, resolve_training, total_steps
 
 REPO = Path(__file__).resolve().parents[1]
 TTRL_DATA = REPO.parent.parent / "shared" / "data" / "ttrl"  # real TTRL test sets, when present
@@ -34,8 +34,9 @@ def load(*paths: Path) -> dict:
     return config
 
 
-def gpu_job(training: dict, n_questions: int, benchmark: str | None = None) -> tuple[dict, object, int]:
-    cfg = resolve_section("training", training)
+def gpu_job(training: dict, n_questions: int, benchmark: str | None = None,
+            evaluation: dict | None = None) -> tuple[dict, object, int]:
+    cfg, _ = resolve_training(training, evaluation)
     layout = job_layout(cfg, cfg["gpus"])
     steps = total_steps(n_questions, cfg, benchmark)
     return grpo_settings(cfg, layout, checkpoint_dir="ckpt", seed=0, max_steps=steps, on_gpu=True), layout, steps
@@ -47,7 +48,8 @@ def test_ttrl_setup_resolves_into_trl_field_by_field(benchmark):
     folder, n_questions = TTRL_COUNTS[benchmark]
     if TTRL_DATA.is_dir():
         assert len(json.loads((TTRL_DATA / folder / "test.json").read_text())) == n_questions
-    settings, layout, steps = gpu_job(load(PAPER)["training"], n_questions, benchmark)
+    config = load(PAPER)
+    settings, layout, steps = gpu_job(config["training"], n_questions, benchmark, config["evaluation"])
     processes = 8
 
     # 8 prompts per step (data.train_batch_size=8), vote over 64, train on 32 of each.
@@ -114,8 +116,9 @@ def test_every_paper_job_fits_its_vllm_context(paths):
             where = f"{model}/{benchmark}"
             assert prompt + config["rollouts"]["max_new_tokens"] <= engine["max_model_len"], where
             assert prompt + config["evaluation"]["max_new_tokens"] <= engine["max_model_len"], where
-            settings, _, _ = gpu_job(config["training"], 500, benchmark)
-            assert settings["vllm_max_model_length"] == prompt + settings["max_completion_length"], where
+            settings, _, _ = gpu_job(config["training"], 500, benchmark, config["evaluation"])
+            validation = resolve_training(config["training"], config["evaluation"])[0]["val_max_new_tokens"]
+            assert settings["vllm_max_model_length"] == prompt + max(settings["max_completion_length"], validation), where
 
     fmv = config.get("fmv") or {}
     if fmv.get("enabled"):
@@ -145,7 +148,7 @@ def check_fmv_jobs(config: dict, fmv: dict) -> None:
     model = ttrl.get("model") or next(iter(fmv["models"]))
     budget = settings.generation_budget(config, model)
     for n_vote in sorted(set(ttrl.get("table2_n_vote", [])) | set((ttrl.get("table1_n_vote") or {}).values())):
-        job, _, _ = gpu_job({**merged, "n_vote": n_vote, "n_train": n_vote}, 100)
+        job, _, _ = gpu_job({**merged, "n_vote": n_vote, "n_train": n_vote}, 100, evaluation=config["evaluation"])
         assert job["max_completion_length"] == budget, "FMV training must sample the paper's budget"
         assert job["vllm_max_model_length"] == merged["max_prompt_length"] + budget
         # Training prompts are the generation prompts: the same budget.

@@ -120,3 +120,18 @@ def test_drop_tied_copies_keeps_the_source_and_untied_weights():
     assert set(drop_tied_copies(sd, {"lm_head.weight": "model.embed_tokens.weight"})) == {"model.embed_tokens.weight", "x"}
     untied = {**sd, "lm_head.weight": emb + 1}  # trained apart: not a copy, kept
     assert "lm_head.weight" in drop_tied_copies(untied, {"lm_head.weight": "model.embed_tokens.weight"})
+
+
+def test_validation_through_colocated_vllm_says_clearly_when_vllm_is_missing():
+    pytest.importorskip("torch")
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vLLM is installed here: this test checks the error where it is not")
+    except ImportError:
+        pass
+    from concord.engines.base import SamplingParams
+    from concord.engines.vllm import VLLMUnavailableError
+    from concord.rl.run import vllm_validation_texts
+
+    with pytest.raises(VLLMUnavailableError, match="needs the vllm package and a CUDA GPU"):
+        vllm_validation_texts(None, [[{"role": "user", "content": "1 + 1?"}]], SamplingParams(n=1, max_new_tokens=4))
