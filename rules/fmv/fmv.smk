@@ -258,6 +258,7 @@ rule fmv_train:
         log=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/log.jsonl",
         provenance=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/provenance.json",
         validation=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/validation.csv",
+        groups=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/groups.jsonl",
     params:
         training=_train_overrides,
         exec=as_json(FMV_EXEC),
@@ -284,6 +285,7 @@ rule fmv_train:
             " --training {params.training:q} --exec {params.exec:q} --threads {threads} > {log:q} 2>&1"
             " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/provenance.json {output.provenance:q}"
             " && mv {output.model:q}/validation.csv {output.validation:q}"
+            " && mv {output.model:q}/groups.jsonl {output.groups:q}"
         )
 
 
