@@ -97,3 +97,32 @@ def test_accuracy_significance_gating_and_k_sweeps():
     assert list(ks["k"]) == [1, 2] and list(ks["accuracy"]) == [0.5, 0.5]
     with pytest.raises(KeyError, match="moa"):
         analysis.accuracy_table(recs, ["moa"])
+
+
+def test_flip_ratio_is_undefined_without_flips_and_infinite_without_harmful_ones():
+    assert math.isnan(analysis.flip_decomposition([1, 0, 1], [1, 0, 1])["flip_ratio"])
+    assert analysis.flip_decomposition([0, 0, 1], [1, 0, 1])["flip_ratio"] == math.inf
+
+
+def test_report_tables_show_percent_na_and_integer_calls(tmp_path):
+    import pandas as pd
+
+    from concord.papers.scmoa import report
+
+    frame = pd.DataFrame({"method": ["scmoa", "cot"], "accuracy": [0.5, 0.25], "calls": [11.0, 1.0],
+                          "flip_ratio": [math.nan, math.inf]})
+    csv, md, tex = report.write_table(frame, tmp_path / "t", "caption", percent=("accuracy",))
+    written = pd.read_csv(csv)
+    assert list(written["accuracy_pct"]) == [50.0, 25.0] and "accuracy" not in written.columns
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.read_text().splitlines()[4:6]]
+    assert rows == [["scmoa", "50.0", "11", "n/a"], ["cot", "25.0", "1", "inf"]]
+    assert "nan" not in tex.read_text()
+    assert report.na(math.nan) == "n/a" and report.na(0.51234) == "0.512"
+
+
+def test_diversity_table_and_plot_rows_agree():
+    outcomes = ["beneficial", "no flip", "no flip", "harmful"]
+    rows = analysis.diversity_rows([0.2, 0.0, math.nan, 0.4], outcomes)
+    table, _ = analysis.diversity_by_outcome([0.2, 0.0, math.nan, 0.4], outcomes)
+    assert list(rows["D_t"]) == [0.2, 0.4]
+    assert dict(zip(table["outcome"], table["count"])) == {"beneficial": 1, "harmful": 1, "no flip": 0}

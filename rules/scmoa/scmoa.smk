@@ -84,7 +84,10 @@ rule scmoa_report:
     params:
         settings=SCMOA_SETTINGS,
         out_dir=f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis",
-        title=lambda wc: f"{wc.smodel} / {wc.sbench}",
+        # Display names (report.labels) name the model and benchmark in every table and figure.
+        title=lambda wc: " / ".join(
+            section("report").get("labels", {}).get(key, key) for key in (wc.smodel, wc.sbench)
+        ),
     log:
         f"{LOGS}/scmoa/report/{{smodel}}/{{sbench}}.log",
     benchmark:

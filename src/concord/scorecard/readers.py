@@ -17,9 +17,9 @@ path                                           columns read
 ``fmv/tables/table2.csv``                     ``method, mean, mean_se, fmv, fmv_se, best, best_se``
 ``fmv/figures/{bench}/figure2_{left,right}``  ``model`` (label), ``method, n, accuracy, se``
 ``.csv``
-``scmoa/{model}/{bench}/analysis/``            ``accuracy.csv``: ``method, n, accuracy, ci_lo, ci_hi``;
+``scmoa/{model}/{bench}/analysis/``            ``accuracy.csv``: ``method, n, accuracy_pct, ci_lo_pct, ci_hi_pct``;
 ``{accuracy,significance,flips,``              ``significance.csv``: ``method, baseline, wins, losses,
-``tables29_30_synthesis_vs_vote}.csv``         mcnemar_p, delta, ci_lo, ci_hi``; ``flips.csv``:
+``tables29_30_synthesis_vs_vote}.csv``         mcnemar_p, delta_pct, ci_lo_pct, ci_hi_pct``; ``flips.csv``:
                                                ``beneficial, harmful, mcnemar_p``; the section-3 2x2 table:
                                                rows ``Vote correct/wrong, Total`` x columns ``Synthesis
                                                correct/wrong, Total``
@@ -330,13 +330,21 @@ def scmoa_setting(config: Mapping, n_questions: int) -> dict[str, str]:
             "N": fmt_setting(scmoa.get("n")), "k": fmt_setting(scmoa.get("k")), "sc_k": fmt_setting(scmoa.get("sc_k"))}
 
 
+def _from_percent(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """SC-MoA tables write accuracies in percent (``{column}_pct``); read them back as fractions."""
+    for col in columns:
+        if col not in frame.columns and f"{col}_pct" in frame.columns:
+            frame[col] = frame[f"{col}_pct"] / 100.0
+    return frame
+
+
 def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, bench: str, config: Mapping,
                    tables: set[str]) -> list[Reproduced]:
     """One ``scmoa/{model}/{bench}/analysis`` directory: accuracy, significance, flips."""
     acc_path = analysis / "accuracy.csv"
     if not acc_path.is_file():
         raise FileNotFoundError(f"{rel_dir}/accuracy.csv is missing (it gives the question count of the other tables)")
-    acc = pd.read_csv(acc_path)
+    acc = _from_percent(pd.read_csv(acc_path), ("accuracy", "ci_lo", "ci_hi"))
     _require(acc, ("method", "n", "accuracy"), f"{rel_dir}/accuracy.csv")
     n_questions = int(acc["n"].max()) if len(acc) else 0
     setting = scmoa_setting(config, n_questions)
@@ -349,7 +357,7 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, bench: str, config:
                                   f"{rel_dir}/accuracy.csv", spread, dict(setting)))
     if "significance" in tables:
         rel = f"{rel_dir}/significance.csv"
-        sig = pd.read_csv(analysis / "significance.csv")
+        sig = _from_percent(pd.read_csv(analysis / "significance.csv"), ("delta", "ci_lo", "ci_hi"))
         _require(sig, ("method", "baseline", "wins", "losses", "mcnemar_p"), rel)
         for row in sig[sig["method"] == "scmoa"].itertuples(index=False):
             ci = ""

@@ -69,6 +69,13 @@ def significance_table(records: Sequence[Mapping], target: str, baselines: Seque
 # ----------------------------------------------------------------------- Proposition 1
 
 
+def _flip_ratio(beneficial: int, harmful: int) -> float:
+    """Beneficial over harmful flips: NaN (undefined, "n/a") without flips, inf without harmful ones."""
+    if harmful:
+        return beneficial / harmful
+    return math.inf if beneficial else math.nan
+
+
 def flip_decomposition(vote_correct: Sequence, synth_correct: Sequence) -> dict:
     """Beneficial/harmful flips and the Proposition 1 terms: advantage = P_w R_s - P_c (1 - F_s)."""
     v, s = _bool_array("vote_correct", vote_correct), _bool_array("synth_correct", synth_correct)
@@ -85,7 +92,7 @@ def flip_decomposition(vote_correct: Sequence, synth_correct: Sequence) -> dict:
     return {
         "n": n, "beneficial": beneficial, "harmful": harmful, "P_c": float(p_c), "P_w": float(p_w),
         "F_s": f_s, "R_s": r_s, "recovery": recovery, "corruption": corruption,
-        "advantage": float(s.mean() - p_c), "flip_ratio": beneficial / harmful if harmful else math.inf,
+        "advantage": float(s.mean() - p_c), "flip_ratio": _flip_ratio(beneficial, harmful),
         "fidelity_threshold": float(p_c / (p_c + p_w * r_s)) if not math.isnan(r_s) and p_c + p_w * r_s > 0 else math.nan,
         "mcnemar_p": stats.mcnemar(beneficial, harmful),
     }
@@ -143,6 +150,12 @@ def flip_outcome(vote_correct: bool, synth_correct: bool) -> str:
     return "beneficial" if synth_correct else "harmful"
 
 
+def diversity_rows(diversity: Sequence[float], outcomes: Sequence[str]) -> pd.DataFrame:
+    """(D_t, outcome) of the problems the diversity analysis counts: D_t defined and > 0."""
+    frame = pd.DataFrame({"D_t": np.asarray(diversity, dtype=float), "outcome": list(outcomes)}).dropna()
+    return frame[frame["D_t"] > 0]
+
+
 def diversity_by_outcome(diversity: Sequence[float], outcomes: Sequence[str]) -> tuple[pd.DataFrame, dict]:
     """Mean D_t per outcome and Welch's t-test of beneficial vs no-flip (NaN when too few).
 
@@ -151,8 +164,7 @@ def diversity_by_outcome(diversity: Sequence[float], outcomes: Sequence[str]) ->
     """
     from scipy.stats import ttest_ind
 
-    frame = pd.DataFrame({"D_t": np.asarray(diversity, dtype=float), "outcome": list(outcomes)}).dropna()
-    frame = frame[frame["D_t"] > 0]
+    frame = diversity_rows(diversity, outcomes)
     table = (frame.groupby("outcome")["D_t"].agg(["count", "mean", "std"]).reindex(["beneficial", "harmful", "no flip"])
              .reset_index())
     table["count"] = table["count"].fillna(0).astype(int)
@@ -294,7 +306,7 @@ def contingency(vote_correct: Sequence, synth_correct: Sequence) -> tuple[pd.Dat
     chi2, p = mcnemar_chi2(beneficial, harmful)
     summary = {"n": int(v.size), "vote_acc_pct": 100 * float(v.mean()), "synth_acc_pct": 100 * float(s.mean()),
                "delta_pp": 100 * float(s.mean() - v.mean()), "beneficial": beneficial, "harmful": harmful,
-               "flip_ratio": beneficial / harmful if harmful else math.inf, "mcnemar_chi2": chi2, "mcnemar_p": p}
+               "flip_ratio": _flip_ratio(beneficial, harmful), "mcnemar_chi2": chi2, "mcnemar_p": p}
     return table, summary
 
 
@@ -323,7 +335,7 @@ def flips_against(reference: Sequence, conditions: Mapping[str, Sequence], label
             raise ValueError(f"condition {name!r} has {c.size} outcomes, the reference {ref.size}")
         ben, harm = int((~ref & c).sum()), int((ref & ~c).sum())
         rows.append({"condition": (labels or {}).get(name, name), "accuracy_pct": 100 * float(c.mean()),
-                     "beneficial": ben, "harmful": harm, "ratio": ben / harm if harm else math.inf,
+                     "beneficial": ben, "harmful": harm, "ratio": _flip_ratio(ben, harm),
                      "p": mcnemar_chi2(ben, harm)[1]})
     frame = pd.DataFrame(rows)
     tested = frame["p"].notna()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -27,16 +28,34 @@ def label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: int = 3) -> list[Path]:
-    """``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` (rounded)."""
+#: Columns holding counts: shown as integers when every value is whole (mean calls of a fixed budget).
+_COUNT_COLUMN = re.compile(r"(^n$|^n_|calls|tokens|count)")
+
+
+def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: int = 3,
+                percent: Sequence[str] = ()) -> list[Path]:
+    """``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` (rounded).
+
+    ``percent``: fraction columns written in percent as ``{column}_pct`` (every accuracy in
+    concord's tables is a percentage). Undefined values (NaN, e.g. an AUROC over one class, a flip
+    ratio without flips) read "n/a"; a ratio over zero harmful flips reads "inf".
+    """
     stem = Path(stem)
+    frame = frame.copy()
+    for col in percent:
+        frame[col] = 100.0 * frame[col].astype(float)
+    frame = frame.rename(columns={col: f"{col}_pct" for col in percent})
     paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".tex")]
     io.write_text(paths[0], frame.to_csv(index=False))
     shown = frame.copy()
     for col in shown.columns:
         if pd.api.types.is_float_dtype(shown[col]):
-            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else ("inf" if np.isinf(v) else f"{v:.{decimals}f}"))
-    shown = shown.astype(str)
+            values = shown[col].to_numpy(dtype=float)
+            finite = values[np.isfinite(values)]
+            whole = _COUNT_COLUMN.search(str(col)) and finite.size and np.all(finite == np.round(finite))
+            places = 0 if whole else (1 if str(col).endswith("_pct") else decimals)
+            shown[col] = [_cell(v, places) for v in values]
+    shown = shown.astype(str).replace({"<NA>": "n/a", "None": "n/a", "nan": "n/a"})
     io.write_text(paths[1], f"**{caption}**\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n")
     escaped = shown.map(_latex_escape)
     escaped.columns = [_latex_escape(str(c)) for c in escaped.columns]
@@ -44,6 +63,19 @@ def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: i
     io.write_text(paths[2], "\\begin{table}[t]\n\\centering\n\\caption{" + _latex_escape(caption) + "}\n"
                   + body + "\\end{table}\n")
     return paths
+
+
+def _cell(value: float, places: int) -> str:
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{places}f}"
+
+
+def na(value: float, spec: str = ".3f") -> str:
+    """A number for a caption or figure title, "n/a" when undefined (NaN or None)."""
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
@@ -54,13 +86,16 @@ def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def _figure(ncols: int = 1, width: float = 4.0):
+def _figure(ncols: int = 1, width: float = 4.0, title: str = ""):
+    """A figure of ``ncols`` panels, titled with the run (model / benchmark)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.4))
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.4), layout="constrained")
+    if title:
+        fig.suptitle(title, fontsize=10)
     return fig, np.atleast_1d(axes)
 
 
@@ -149,11 +184,13 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
 
     acc = analysis.accuracy_table(records, methods)
     acc.insert(1, "label", [label(m) for m in acc["method"]])
-    write_table(acc, out / "accuracy", f"{title} accuracy with Clopper-Pearson 95% intervals")
+    write_table(acc, out / "accuracy", f"{title} accuracy (%) with Clopper-Pearson 95% intervals",
+                percent=("accuracy", "ci_lo", "ci_hi"))
     summary["accuracy"] = acc.set_index("method")["accuracy"].to_dict()
 
     sig = analysis.significance_table(records, "scmoa", baselines, n_resamples=n_resamples, seed=seed)
-    write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar and paired bootstrap")
+    write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar and paired bootstrap "
+                "(accuracy difference in points)", percent=("delta", "ci_lo", "ci_hi"))
 
     vote = analysis.method_correct(records, "vote_post")
     synth = analysis.method_correct(records, "scmoa")
@@ -182,42 +219,52 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     conf = [r["record"]["clusters_pre"]["consensus"] for r in records]
     rel, ece = analysis.reliability(conf, synth)
     sel, auroc = analysis.selective_prediction(conf, synth)
-    write_table(rel, out / "reliability", f"{title} reliability of pre-refinement consensus (ECE={ece:.3f})")
-    write_table(sel, out / "selective", f"{title} selective prediction by consensus (AUROC={auroc:.3f})")
+    write_table(rel, out / "reliability", f"{title} reliability of pre-refinement consensus, in % (ECE={na(ece)})",
+                percent=("confidence", "accuracy"))
+    # AUROC needs right and wrong answers; with one class it is undefined ("n/a").
+    write_table(sel, out / "selective", f"{title} selective prediction by consensus, in % (AUROC={na(auroc)})",
+                percent=("coverage", "accuracy"))
     summary.update(ece=ece, auroc=auroc)
 
     gate = analysis.gating_sweep(records, analysis.method_correct(records, "vote_pre"))
-    write_table(gate, out / "gating_sweep", f"{title} consensus-gating threshold sweep (theta=inf: always aggregate)")
+    write_table(gate, out / "gating_sweep", f"{title} consensus-gating threshold sweep, in % (theta=inf: always aggregate)",
+                percent=("accuracy", "exit_rate"))
     ks = analysis.k_sweep(records)
-    write_table(ks, out / "k_sweep", f"{title} inner sampling budget sweep")
+    write_table(ks, out / "k_sweep", f"{title} inner sampling budget sweep: accuracy (%)", percent=("accuracy", "ci_lo", "ci_hi"))
     ksb = analysis.k_sweep_bootstrap(records, n_resamples=n_resamples, seed=seed)
     write_table(ksb, out / KSWEEP_TABLE, f"{title} inner sampling budget (Appendix H.1): accuracy (%) with percentile "
                 "bootstrap 95% CIs and the paired-bootstrap change from the previous k")
 
     # Figures: calibration (reliability + selective prediction), transition, diversity, sweeps.
-    fig, ax = _figure(2)
-    ax[0].plot([0, 1], [0, 1], ls="--", c="grey", lw=1)
-    ax[0].plot(rel["confidence"], rel["accuracy"], marker="o")
-    ax[0].set(xlabel="consensus C", ylabel="accuracy", title=f"Reliability (ECE={ece:.3f})", xlim=(0, 1.02), ylim=(0, 1.02))
-    ax[1].plot(sel["coverage"], sel["accuracy"], marker="o")
-    ax[1].set(xlabel="coverage", ylabel="accuracy", title=f"Selective prediction (AUROC={auroc:.2f})", ylim=(0, 1.02))
+    fig, ax = _figure(2, title=title)
+    ax[0].plot([0, 100], [0, 100], ls="--", c="grey", lw=1)
+    ax[0].plot(100 * rel["confidence"], 100 * rel["accuracy"], marker="o")
+    ax[0].set(xlabel="consensus C (%)", ylabel="accuracy (%)", title=f"Reliability (ECE={na(ece)})", xlim=(0, 102),
+              ylim=(0, 102))
+    ax[1].plot(100 * sel["coverage"], 100 * sel["accuracy"], marker="o")
+    ax[1].set(xlabel="coverage (%)", ylabel="accuracy (%)", title=f"Selective prediction (AUROC={na(auroc, '.2f')})",
+              ylim=(0, 102))
     io.save_figure(fig, out / "calibration")
     plt.close(fig)
 
-    fig, ax = _figure(1)
+    fig, ax = _figure(1, title=title)
     im = ax[0].imshow(trans.to_numpy(), cmap="Blues", origin="lower")
     size = len(trans.columns)
     ax[0].set(xticks=range(size), xticklabels=trans.columns, yticks=range(size), yticklabels=trans.index,
               xlabel="post-refinement k_max", ylabel="pre-refinement k_max", title="Consensus transition")
     for (a, b), v in np.ndenumerate(trans.to_numpy()):
-        ax[0].text(b, a, str(v), ha="center", va="center", fontsize=8)
+        # White on the dark half of the colour map, black on the light half: readable on every cell.
+        dark = im.norm(v) > 0.5
+        ax[0].text(b, a, str(v), ha="center", va="center", fontsize=8, color="white" if dark else "black")
     fig.colorbar(im, ax=ax[0])
     io.save_figure(fig, out / "transition")
     plt.close(fig)
 
-    fig, ax = _figure(2)
+    fig, ax = _figure(2, title=title)
     groups = ["beneficial", "harmful", "no flip"]
-    data = [[d for d, o in zip(diversity, outcomes) if o == g and not math.isnan(d)] for g in groups]
+    # The rows the diversity table counts (D_t defined and > 0), so table and plot agree.
+    kept = analysis.diversity_rows(diversity, outcomes)
+    data = [kept.loc[kept["outcome"] == g, "D_t"].tolist() for g in groups]
     for i, vals in enumerate(data):
         ax[0].scatter([i] * len(vals), vals, alpha=0.6)
         if vals:
@@ -229,16 +276,18 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     io.save_figure(fig, out / "diversity")
     plt.close(fig)
 
-    fig, ax = _figure(2)
+    fig, ax = _figure(2, title=title)
     finite = gate[np.isfinite(gate["theta"])]
-    ax[0].plot(finite["theta"], finite["accuracy"], marker="o", label="gated")
-    ax[0].axhline(float(gate.loc[~np.isfinite(gate["theta"]), "accuracy"].iloc[0]), ls="--", c="k", label="always aggregate")
-    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy", title="Gating sweep")
+    ax[0].plot(finite["theta"], 100 * finite["accuracy"], marker="o", label="gated")
+    ax[0].axhline(100 * float(gate.loc[~np.isfinite(gate["theta"]), "accuracy"].iloc[0]), ls="--", c="k",
+                  label="always aggregate")
+    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy (%)", title="Gating sweep")
     ax[0].legend(fontsize=8)
     if not ks.empty:
-        ax[1].errorbar(ks["k"], ks["accuracy"], yerr=[ks["accuracy"] - ks["ci_lo"], ks["ci_hi"] - ks["accuracy"]],
-                       marker="o", capsize=3)
-    ax[1].set(xlabel="k (samples per perturbation)", ylabel="accuracy", title="k sweep")
+        ax[1].errorbar(ks["k"], 100 * ks["accuracy"], yerr=[100 * (ks["accuracy"] - ks["ci_lo"]),
+                                                            100 * (ks["ci_hi"] - ks["accuracy"])], marker="o", capsize=3)
+        ax[1].set_xticks(sorted(int(k) for k in ks["k"]))  # k is an integer budget
+    ax[1].set(xlabel="k (samples per perturbation)", ylabel="accuracy (%)", title="k sweep", ylim=(0, 102))
     io.save_figure(fig, out / "sweeps")
     plt.close(fig)
     return _finite(summary)
@@ -333,7 +382,7 @@ def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods:
     write_table(analysis.selection_table(records, ds, n_resamples=n_resamples, seed=seed), stem, caption)
 
     # Figure 3: compute-accuracy frontier.
-    fig, ax = _figure(1, width=5.0)
+    fig, ax = _figure(1, width=5.0, title=title)
     pts = [(float(np.mean([r["methods"][m]["calls"] for r in records])), 100 * float(analysis.method_correct(records, m).mean()), m)
            for m in table_methods if m not in ("vote_post",)]
     for x, y, m in pts:
@@ -351,13 +400,13 @@ def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods:
     plt.close(fig)
 
     gain = analysis.consensus_gain_by_stratum(records)
-    fig, ax = _figure(1)
+    fig, ax = _figure(1, title=title)
     ax[0].bar([f"{c:.2f}" for c in gain["C_pre"]], gain["mean_delta_C"])
     ax[0].set(xlabel="pre-refinement consensus C", ylabel="E[Delta C]", title="Consensus gain by stratum (Figure 4b)")
     io.save_figure(fig, out / "figure4b_consensus_gain")
     plt.close(fig)
 
-    fig, ax = _figure(1)
+    fig, ax = _figure(1, title=title)
     ns = sorted({int(k) for r in records for k in (r.get("n_sweep") or {})})
     if ns:
         for key, name in (("scmoa_correct", "SC-MoA"), ("sc_correct", "SC")):
