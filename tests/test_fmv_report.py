@@ -139,3 +139,16 @@ def test_validation_command_plots_every_runs_curve(tmp_path):
         main(["fmv-validation", "--curve", f"x={empty}", "--out-stem", str(stem)])
     with pytest.raises(SystemExit, match="validation curve not found"):
         main(["fmv-validation", "--curve", f"x={tmp_path / 'nope.csv'}", "--out-stem", str(stem)])
+
+
+def test_fmv_figures_are_titled_with_model_and_benchmark():
+    left = pd.DataFrame({"model": ["SmolLM2"] * 2, "method": ["mean", "fmv"], "n": [8, 8], "accuracy": [0.3, 0.5],
+                         "se": [0.1, 0.1], "n_questions": [8, 8], "n_seeds": [1, 1]})
+    assert report.figure2_left(left, title="SmolLM2 on HumanEval").axes[0].get_title() == "SmolLM2 on HumanEval"
+    right = pd.DataFrame({"model": ["SmolLM2"] * 2, "method": ["fmv", "fmv"], "n": [1, 2], "accuracy": [0.3, 0.5],
+                          "se": [0.1, 0.1], "n_seeds": [1, 1]})
+    assert report.figure2_right(right, title="SmolLM2 on HumanEval").axes[0].get_title() == "SmolLM2 on HumanEval"
+    curve = report.validation_frame({"Joint": [pd.DataFrame({"step": [0, 1], "val_pass_at_1": [0.2, 0.3]})]})
+    ax = report.validation_figure(curve, title="SmolLM2 on HumanEval").axes[0]
+    assert ax.get_title() == "SmolLM2 on HumanEval"
+    assert all(float(t).is_integer() for t in ax.get_xticks())  # training steps

@@ -229,6 +229,7 @@ rule fmv_figure2:
         ),
         resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
         right=lambda wc: shell_quote(_fmv_label(FMV.get("figure2_right") or FMV_MODELS[0])),
+        bench_label=lambda wc: (config.get("report") or {}).get("labels", {}).get(wc.cbench, wc.cbench),
         out_dir=lambda wc, output: os.path.dirname(output.left_png),
     log:
         f"{LOGS}/fmv/figure2/{{cbench}}.log",
@@ -238,7 +239,7 @@ rule fmv_figure2:
     shell:
         audited(
             "python -m concord fmv-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
-            " --n-resamples {params.resamples}"
+            " --n-resamples {params.resamples} --benchmark-label {params.bench_label:q}"
             " > {log:q} 2>&1"
         )
 
@@ -354,13 +355,18 @@ rule fmv_validation:
     params:
         curves=lambda wc: " ".join(f"--curve {shell_quote(f'{k}={v}')}" for k, v in _validation_curves()),
         stem=lambda wc, output: os.path.splitext(output.png)[0],
+        title=lambda wc: f"{_fmv_label(_TT_MODEL)} on "
+        + (config.get("report") or {}).get("labels", {}).get(_TT_BENCH, _TT_BENCH),
     log:
         f"{LOGS}/fmv/validation.log",
     localrule: True
     conda:
         FMV_ENV
     shell:
-        audited("python -m concord fmv-validation {params.curves} --out-stem {params.stem:q} > {log:q} 2>&1")
+        audited(
+            "python -m concord fmv-validation {params.curves} --out-stem {params.stem:q} --title {params.title:q}"
+            " > {log:q} 2>&1"
+        )
 
 
 rule fmv_all:

@@ -273,8 +273,9 @@ def cmd_figure2(args) -> int:
     left_frame = report.figure2_left_frame(analyses, args.n_resamples, args.seed)
     right_frame = report.figure2_right_frame(analyses[right], right, args.n_resamples, args.seed)
     outputs = []
-    outputs += io.save_figure(report.figure2_left(left_frame), out / "figure2_left")
-    outputs += io.save_figure(report.figure2_right(right_frame), out / "figure2_right")
+    on = f" on {args.benchmark_label}" if args.benchmark_label else ""
+    outputs += io.save_figure(report.figure2_left(left_frame, title=", ".join(analyses) + on), out / "figure2_left")
+    outputs += io.save_figure(report.figure2_right(right_frame, title=right + on), out / "figure2_right")
     n, seeds = analyses[right][0]["n"], len(analyses[right])
     over = f"bootstrap SE over questions and {seeds} seeds" if seeds > 1 else "bootstrap SE over questions"
     outputs += report.write_table(left_frame, report.figure_display(left_frame), out / "figure2_left",
@@ -353,7 +354,7 @@ def cmd_validation(args) -> int:
     if frame.empty:
         raise SystemExit("the validation curves hold no validation: set fmv.ttrl.training.eval_every > 0")
     stem = Path(args.out_stem)
-    outputs = io.save_figure(report.validation_figure(frame), stem)
+    outputs = io.save_figure(report.validation_figure(frame, title=args.title), stem)
     seeds = int(frame["n_seeds"].max())
     outputs += report.write_table(
         frame, frame.assign(val_pass_at_1=(100 * frame["val_pass_at_1"]).round(1)), stem,
@@ -453,6 +454,7 @@ def register(subparsers) -> None:
     p.add_argument("--analysis", action="append", required=True,
                    help="LABEL=PATH of a code-analyze output (repeat; once per seed for the same label)")
     p.add_argument("--right", default=None, help="which label the right panel shows (default: the first)")
+    p.add_argument("--benchmark-label", default="", help="the benchmark's display name, for the figure titles")
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", type=Path, required=True)
@@ -460,6 +462,7 @@ def register(subparsers) -> None:
     p = add("fmv-validation", cmd_validation, "TTRL validation curves (held-out pass@1 vs step) of the FMV runs")
     p.add_argument("--curve", action="append", required=True,
                    help="LABEL=PATH of a run's validation.csv (repeat; once per seed for the same label)")
+    p.add_argument("--title", default="", help="figure title: the trained model and benchmark")
     p.add_argument("--out-stem", type=Path, required=True)
 
     p = add("fmv-table1", cmd_table1, "Table 1: TTRL on a random half, mean@N on train and hold-out")

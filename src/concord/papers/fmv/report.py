@@ -65,7 +65,7 @@ def figure2_left_frame(analyses: Mapping[str, dict | Sequence[dict]], n_resample
     return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se", "n_questions", "n_seeds"])
 
 
-def figure2_left(frame: pd.DataFrame):
+def figure2_left(frame: pd.DataFrame, title: str = ""):
     from concord.plotting import new_figure
 
     models = list(dict.fromkeys(frame["model"]))
@@ -82,6 +82,8 @@ def figure2_left(frame: pd.DataFrame):
     ax.set_ylabel(f"accuracy at N = {n} (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize="small", frameon=False, ncols=2)
+    if title:  # the models and the benchmark
+        ax.set_title(title, fontsize="medium")
     return fig
 
 
@@ -99,7 +101,7 @@ def figure2_right_frame(analyses: dict | Sequence[dict], label: str, n_resamples
     return pd.DataFrame(rows, columns=["model", "method", "n", "accuracy", "se", "n_seeds"])
 
 
-def figure2_right(frame: pd.DataFrame):
+def figure2_right(frame: pd.DataFrame, title: str = ""):
     from concord.plotting import new_figure
 
     fig, ax = new_figure(width=3.6, height=3.0)
@@ -119,8 +121,8 @@ def figure2_right(frame: pd.DataFrame):
     ax.set_xlabel("roll-out budget N")
     ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize="small", frameon=False)
-    if not frame.empty:
-        ax.set_title(str(frame["model"].iloc[0]), fontsize="medium")
+    if title or not frame.empty:  # the model and the benchmark
+        ax.set_title(title or str(frame["model"].iloc[0]), fontsize="medium")
     return fig
 
 
@@ -220,7 +222,7 @@ def validation_frame(curves: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFra
     return pd.DataFrame(rows, columns=["run", "step", "val_pass_at_1", "min", "max", "n_seeds"])
 
 
-def validation_figure(frame: pd.DataFrame):
+def validation_figure(frame: pd.DataFrame, title: str = ""):
     """Held-out validation pass@1 (%) versus training step: where training saturated and stopped."""
     from concord.plotting import new_figure
 
@@ -234,7 +236,10 @@ def validation_figure(frame: pd.DataFrame):
         ax.plot([last["step"]], [100 * last["val_pass_at_1"]], marker="x", ms=6, color=line.get_color())
     ax.set_xlabel("training step (x: last validation, where training stopped)")
     ax.set_ylabel("validation pass@1 (%)")
+    ax.xaxis.get_major_locator().set_params(integer=True)  # steps are whole numbers
     ax.legend(fontsize="small", frameon=False)
+    if title:
+        ax.set_title(title, fontsize="medium")
     return fig
 
 
