@@ -58,7 +58,7 @@ def _scmoa_backend_args(wildcards, input):
     engine = config.get("engine", {})
     return " ".join(_scmoa_shlex.quote(a) for a in (
         "--model-path", f"{RESULTS}/models/{wildcards.smodel}", "--model", wildcards.smodel, "--engine", engine.get("backend", "hf"),
-        "--batch-size", str(int(engine.get("batch_size", 16))),
+        "--batch-size", str(int(engine.get("batch_size", 16))), "--dtype", str(engine.get("dtype", "auto")),
     ))
 
 

@@ -112,7 +112,7 @@ def _chats(args: argparse.Namespace, settings: dict) -> dict:
             from concord.engines import load_engine
 
             engine = load_engine(args.engine, args.model_path, batch_size=args.batch_size, threads=args.threads,
-                                 progress=False)
+                                 dtype=args.dtype, progress=False)
             chats[key] = CachedChat(EngineChat(engine), args.cache_dir / key, model_name=key,
                                     defaults=settings["sampling"])
         else:
@@ -212,6 +212,7 @@ def register(subparsers) -> None:
     back.add_argument("--model-path", help="model directory for the in-process engine")
     back.add_argument("--engine", default="hf", choices=["hf", "vllm"])
     back.add_argument("--batch-size", type=int, default=16)
+    back.add_argument("--dtype", default="auto", help="weights/compute dtype of the in-process engine (config engine.dtype)")
     back.add_argument("--threads", type=int, default=None)
     back.add_argument("--model", help="model key of the proposer (names its cache; HTTP: its endpoint)")
     back.add_argument("--endpoints", help="JSON: model key -> {base_url, model, concurrency, timeout_s, "

@@ -52,8 +52,9 @@ def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: i
         if pd.api.types.is_float_dtype(shown[col]):
             values = shown[col].to_numpy(dtype=float)
             finite = values[np.isfinite(values)]
-            whole = _COUNT_COLUMN.search(str(col)) and finite.size and np.all(finite == np.round(finite))
-            places = 0 if whole else (1 if str(col).endswith("_pct") else decimals)
+            whole = bool(_COUNT_COLUMN.search(str(col))) and finite.size and np.all(finite == np.round(finite))
+            counts = bool(_COUNT_COLUMN.search(str(col)))
+            places = 0 if whole else (1 if counts or str(col).endswith("_pct") else decimals)
             shown[col] = [_cell(v, places) for v in values]
     shown = shown.astype(str).replace({"<NA>": "n/a", "None": "n/a", "nan": "n/a"})
     io.write_text(paths[1], f"**{caption}**\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n")
@@ -281,7 +282,7 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     ax[0].plot(finite["theta"], 100 * finite["accuracy"], marker="o", label="gated")
     ax[0].axhline(100 * float(gate.loc[~np.isfinite(gate["theta"]), "accuracy"].iloc[0]), ls="--", c="k",
                   label="always aggregate")
-    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy (%)", title="Gating sweep")
+    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy (%)", title="Gating sweep", ylim=(0, 102))
     ax[0].legend(fontsize=8)
     if not ks.empty:
         ax[1].errorbar(ks["k"], 100 * ks["accuracy"], yerr=[100 * (ks["accuracy"] - ks["ci_lo"]),
