@@ -30,7 +30,7 @@ def toy_config() -> dict:
     config["evaluation"].update(k=1, max_new_tokens=8, max_questions=2)
     config["report"] = {"tables": {"table1": ["tiny"]}, "labels": {"tiny": "Tiny"}}
     fmv = config["fmv"]
-    fmv["benchmarks"]["humaneval"].update(n_questions=2, max_inputs=2)
+    fmv["benchmarks"]["humaneval"] = {"source": "humaneval", "n_questions": 2, "max_inputs": 2}
     fmv["sampling"].update(n=2, max_new_tokens=16)
     fmv["analysis"].update(n_values=[1, 2], n_subsamples=2, n_resamples=100)
     fmv["ttrl"].update(table1_n_vote={"fmv": 2, "fmv_pointwise": 2}, table2_n_vote=[2])
