@@ -146,8 +146,8 @@ def recovery_markdown(s: dict) -> str:
     return (
         "# Recovery analysis (CoRE paper, Appendix H)\n\n"
         f"- questions: {s['n_questions_total']}; majority-wrong: {s['majority_wrong']}\n"
-        f"- label accuracy: majority {s['majority_accuracy']:.3f}, EC {s['ec_accuracy']:.3f}, "
-        f"CISC {s['cisc_accuracy']:.3f}, CoRE {s['core_accuracy']:.3f}\n"
+        f"- label accuracy (%): majority {100 * s['majority_accuracy']:.1f}, EC {100 * s['ec_accuracy']:.1f}, "
+        f"CISC {100 * s['cisc_accuracy']:.1f}, CoRE {100 * s['core_accuracy']:.1f}\n"
         f"- CoRE recovers {s['recovered_total']} question(s) the vote got wrong against {s['regressions']} regression(s) "
         f"(net {s['net']:+d}); CISC recovers {s['recovered_by_cisc_too']} of them too; "
         f"{s['recovered_by_core_only']} only CoRE recovers\n"

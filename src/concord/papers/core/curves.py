@@ -159,6 +159,8 @@ def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str,
         ax.set_title(f"{labels.get(model, model)} / {labels.get(bench, bench)}\n{note}")
         ax.set_xlabel("training step")
         ax.set_ylabel("validation pass@1 (%)")
+        ax.set_ylim(0, 100)
+        ax.xaxis.get_major_locator().set_params(integer=True)  # steps are whole numbers
     flat[0].legend(loc="lower right")
     return fig
 
@@ -183,7 +185,10 @@ def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str |
         written = save_figure(fig, figure)
     caption = (f"Figure 3: steps for CoRE to reach Majority's plateau (mean of its last {plateau_window} "
                f"validation point(s), mean over seeds); saved = 1 - CoRE steps / Majority steps.")
-    written += write_table(summary, table, caption=caption)
+    # Accuracies in percent, as in every concord table.
+    shown = summary.assign(majority_plateau=100 * summary["majority_plateau"]).rename(
+        columns={"majority_plateau": "majority_plateau_pct"})
+    written += write_table(shown, table, caption=caption, float_format="{:.1f}")
     curves_csv = Path(table).with_name(Path(table).stem + "_curves.csv")
     from concord.reporting import write_csv
 
