@@ -417,6 +417,7 @@ def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods:
     else:
         ax[0].text(0.5, 0.5, "no N sweep in this run\n(setting n_sweep)", ha="center", va="center", transform=ax[0].transAxes)
     ax[0].set(xlabel="N (perturbations / SC samples)", ylabel="accuracy (%)", title="SC-MoA vs SC over N (Figure 6c)")
+    ax[0].xaxis.get_major_locator().set_params(integer=True)  # N is a whole number
     io.save_figure(fig, out / "figure6c_n_sweep")
     plt.close(fig)
     return summary
