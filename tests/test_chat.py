@@ -326,3 +326,48 @@ def test_scmoa_runs_over_http_with_concurrency_and_cache(tmp_path):
         again = run_scmoa("What is 6 times 7?", CachedChat(OpenAIChat(srv.url, "m"), tmp_path), n=3, k=2, task="qa")
         assert len(srv.requests) == 8
         assert again.record == result.record
+
+
+def test_scmoa_run_records_a_failing_endpoint_and_its_rerun_repeats_only_the_failed_calls(tmp_path):
+    """scmoa-run against a vLLM-like server whose aggregation calls fail: the job stops naming the
+    question and the error, partial records are kept beside the output, no successful call is
+    lost; once the server recovers, the rerun sends only the calls that failed, and the records
+    carry every proposal's reasoning channel."""
+    from concord.cli import main as cli_main
+
+    broken = {"on": True}
+
+    def brain(body):
+        system = body["messages"][0]["content"]
+        if system.startswith("You rephrase problems"):
+            return ("paraphrasing", "not a JSON list")  # a malformed paraphrase list: recorded, slots fall back
+        return ("6 times 7 is 42", "Answer: 42")
+
+    def fail(body):
+        return broken["on"] and body["messages"][0]["content"].startswith("You are a senior problem-solver")
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "prompt": "What is 6 times 7?", "answer": "42", "task": "qa"}) + "\n")
+    out = tmp_path / "records.json"
+    settings = {"n": 2, "k": 1, "methods": ["cot"], "max_paraphrase_attempts": 1, "sampling": {"max_tokens": 8}}
+    with _Server(brain=brain, reasoning_field="reasoning", fail_when=fail) as srv:
+        endpoints = {"m": {"base_url": srv.url, "model": "served-m", "max_retries": 0, "expect_reasoning": True}}
+        argv = ["scmoa-run", "--questions", str(questions), "--out", str(out), "--cache-dir", str(tmp_path / "cache"),
+                "--model", "m", "--endpoints", json.dumps(endpoints), "--settings", json.dumps(settings)]
+        with pytest.raises(SystemExit, match=r"1 of 1 question\(s\) failed \(q1: .*HTTP 400"):
+            cli_main(argv)
+        assert not out.exists()
+        partial = json.loads(out.with_name("records.json.partial.json").read_text())
+        assert partial["questions"] == [{"id": "q1", "task": "qa", "error": partial["questions"][0]["error"]}]
+        # The paraphrase call, one proposal call (both slots fell back to the question, so the two
+        # proposals are one call) and the failed aggregation.
+        first = len(srv.requests)
+        assert first == 3 and all(r["model"] == "served-m" for r in srv.requests)
+        broken["on"] = False
+        assert cli_main(argv) == 0
+        assert len(srv.requests) == first + 1  # only the aggregation again (CoT is the cached proposal call)
+    rec = json.loads(out.read_text())["questions"][0]
+    pert = rec["record"]["perturbation"]
+    assert pert["n_fallback"] == 2 and pert["rejected"][0]["reason"] == "no JSON list of strings"
+    assert [p["reasoning"] for p in rec["record"]["proposals_pre"]] == ["6 times 7 is 42"] * 2
+    assert rec["methods"]["scmoa"]["usage"]["with_reasoning"] == 4 and rec["methods"]["scmoa"]["correct"] is True

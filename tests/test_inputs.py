@@ -46,3 +46,18 @@ def test_the_message_is_short_and_says_how_to_run_the_other_papers(tmp_path):
     assert lines[-1] == ("Or run the other papers: without FMV: --configfile config/paper.yaml config/paper_scmoa.yaml; "
                          "without SC-MoA: --configfile config/paper.yaml config/paper_fmv.yaml; "
                          "CoRE alone: --configfile config/paper.yaml")
+
+
+def test_sc_moa_endpoints_still_placeholders_or_on_loopback_are_named(tmp_path):
+    (tmp_path / "bbh").mkdir()
+    (tmp_path / "aime.jsonl").write_text("")
+    scmoa = {**PAPERS["scmoa"], "server": {},
+             "endpoints": {"gpt-oss-120b": {"base_url": "http://YOUR-GPU-NODE:8000/v1", "model": "openai/gpt-oss-120b"},
+                           "llama-3.1-8b": {"base_url": "http://127.0.0.1:8002/v1", "model": "m"}}}
+    found = missing_inputs({"scmoa": scmoa}, workdir=tmp_path)
+    assert [m.what for m in found] == ["SC-MoA model endpoint"]
+    assert "scmoa.endpoints.gpt-oss-120b.base_url (http://YOUR-GPU-NODE:8000/v1)" in found[0].fix
+    scmoa["endpoints"]["gpt-oss-120b"]["base_url"] = "http://node7:8000/v1"
+    assert missing_inputs({"scmoa": scmoa}, workdir=tmp_path) == []  # one machine: loopback is fine
+    found = missing_inputs({"scmoa": scmoa}, account="proj1", workdir=tmp_path)
+    assert "scmoa.endpoints.llama-3.1-8b.base_url (http://127.0.0.1:8002/v1): a loopback address" in found[0].fix

@@ -126,3 +126,31 @@ def test_diversity_table_and_plot_rows_agree():
     table, _ = analysis.diversity_by_outcome([0.2, 0.0, math.nan, 0.4], outcomes)
     assert list(rows["D_t"]) == [0.2, 0.4]
     assert dict(zip(table["outcome"], table["count"])) == {"beneficial": 1, "harmful": 1, "no flip": 0}
+
+
+def test_section3_contingency_reproduces_the_papers_mcnemar_statistics():
+    """Tables 29-30: 12 vs 5 flips give chi2 = 2.88, p = 0.090; 16 vs 5 give 5.76, p = 0.016."""
+    import numpy as np
+
+    for ben, harm, chi2, p in ((12, 5, 2.88, 0.090), (16, 5, 5.76, 0.016)):
+        vote = np.array([False] * ben + [True] * harm + [True] * 100 + [False] * 20)
+        synth = np.array([True] * ben + [False] * harm + [True] * 100 + [False] * 20)
+        table, s = analysis.contingency(vote, synth)
+        assert (s["beneficial"], s["harmful"]) == (ben, harm)
+        assert s["mcnemar_chi2"] == pytest.approx(chi2, abs=0.005) and s["mcnemar_p"] == pytest.approx(p, abs=0.0015)
+        assert table.iloc[1, 1] == ben and table.iloc[0, 2] == harm and table.iloc[2, 3] == vote.size
+
+
+def test_flips_against_majority_vote_applies_holm_over_the_conditions():
+    import numpy as np
+
+    mv = np.array([True, False, False, True, False, True, False, False])
+    conds = {"a": [True, True, True, True, True, True, True, True], "b": list(mv), "c": [False] * 8}
+    frame = analysis.flips_against(mv, conds, {"a": "A"})
+    assert list(frame["condition"]) == ["Majority vote", "A", "b", "c"]
+    assert frame.loc[1, "beneficial"] == 5 and frame.loc[1, "harmful"] == 0 and frame.loc[2, "p"] == 1.0
+    raw = frame.loc[1:, "p"].to_numpy()
+    order = np.argsort(raw)
+    holm = frame.loc[1:, "p_holm"].to_numpy()
+    assert holm[order[0]] == pytest.approx(min(1.0, 3 * raw[order[0]]))  # the smallest p times m = 3
+    assert all(h >= r for h, r in zip(holm, raw))

@@ -8,8 +8,8 @@ names them in one place:
 * the LiveCodeBench release file the FMV paper reads: ``fmv.benchmarks.<b>.path``
   (``config/paper_fmv.yaml``);
 * the SC-MoA paper's benchmark files (``scmoa.benchmarks.<b>.path``) and
-  * the OpenAI-compatible endpoint serving its models (``scmoa.server.base_url`` and
-    ``served_names``, ``config/paper_scmoa.yaml``), reachable from the compute nodes.
+  * the OpenAI-compatible endpoints serving its models (``scmoa.endpoints.<key>.base_url`` and
+    ``model``, or ``scmoa.server``; ``config/paper_scmoa.yaml``), reachable from the compute nodes.
 
 A missing one is a short plan-time error that says where to supply it and how to run the other
 papers without it, instead of a job failing hours into the run.
@@ -83,10 +83,18 @@ def missing_inputs(config: Mapping[str, Any], *, account: str | None = None,
     if missing:
         out.append(MissingInput("SC-MoA benchmark files", f"{', '.join(missing)} not found; put them there or set "
                                 "scmoa.benchmarks.<name>.path in config/paper_scmoa.yaml", "scmoa"))
-    base_url = (scmoa.get("server") or {}).get("base_url")
-    if on_cluster and scmoa.get("models") and base_url and urlparse(base_url).hostname in LOOPBACK:
-        out.append(MissingInput("SC-MoA model endpoint", f"{base_url} is a loopback address the compute nodes cannot "
-                                "reach; serve the models (`vllm serve`) where they can and set scmoa.server.base_url "
+    urls = [("scmoa.server.base_url", (scmoa.get("server") or {}).get("base_url"))]
+    urls += [(f"scmoa.endpoints.{key}.base_url", (spec or {}).get("base_url"))
+             for key, spec in sorted((scmoa.get("endpoints") or {}).items())]
+    placeholder = [f"{where} ({url})" for where, url in urls if url and "YOUR" in url.upper()]
+    unreachable = [f"{where} ({url})" for where, url in urls
+                   if on_cluster and url and "YOUR" not in url.upper() and urlparse(url).hostname in LOOPBACK]
+    if scmoa.get("models") and placeholder:
+        out.append(MissingInput("SC-MoA model endpoint", f"still a placeholder: {', '.join(placeholder)}; serve the "
+                                "models (`vllm serve`, README.md) and set their URLs in config/paper_scmoa.yaml", "scmoa"))
+    elif scmoa.get("models") and unreachable:
+        out.append(MissingInput("SC-MoA model endpoint", f"{', '.join(unreachable)}: a loopback address the compute "
+                                "nodes cannot reach; serve the models (`vllm serve`) where they can and set the URL "
                                 "in config/paper_scmoa.yaml", "scmoa"))
     return out
 

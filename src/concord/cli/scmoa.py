@@ -18,32 +18,26 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-#: Defaults of the ``scmoa`` config section (mirrored in config/schema.yaml).
-DEFAULT_SETTINGS = {
-    "n": 5, "k": 2, "k_sweep": [], "methods": ["cot", "sc", "moa", "moa_para", "self_moa", "textgrad", "goa"],
-    "sc_k": 10, "moa_n": 4,
-    "self_moa_k": 6, "gate_thresholds": [0.6, 1.0], "perturbation": "paraphrase", "max_paraphrase_attempts": 3,
-    "sampling": {"temperature": 0.0, "max_tokens": 512}, "code": {"timeout_s": 6.0, "memory_mb": 1024},
-    "n_resamples": 10000, "seed": 0, "qa_clustering": "string", "section3": False, "views": [],
-    "trace_chars": None, "roles": {}, "on_error": "fail", "n_sweep": [], "sc_temperatures": [0.7],
-    "persona_moa_n": 5, "textgrad_iterations": 3, "moa_pool": [], "goa_pool": [], "goa_k": None,
-    "goa_temperature": 0.7, "diversity_sources": [],
-}
 #: Keys of the section that say where questions and models come from, not how methods run.
-_PLACEMENT_KEYS = {"benchmarks", "limit", "chat", "setups", "endpoints", "models", "server"}
+_PLACEMENT_KEYS = ("benchmarks", "models", "server", "endpoints", "setups")
 
 
 def settings_from(text: str | None) -> dict:
+    """The ``scmoa`` section's method settings from ``--settings`` JSON, with the schema's defaults
+    (:func:`concord.config.resolve`); placement keys are ignored, unknown keys refused."""
+    from concord.config import resolve
+
     try:
         given = json.loads(text) if text else {}
     except json.JSONDecodeError as exc:
         raise SystemExit(f"--settings is not valid JSON: {exc.msg}") from None
     if not isinstance(given, dict):
         raise SystemExit("--settings must be a JSON object")
-    unknown = set(given) - set(DEFAULT_SETTINGS) - _PLACEMENT_KEYS
-    if unknown:
-        raise SystemExit(f"--settings has unknown key(s) {sorted(unknown)}; known: {sorted(DEFAULT_SETTINGS)}")
-    return {**DEFAULT_SETTINGS, **given}
+    try:
+        settings = resolve("scmoa", {k: v for k, v in given.items() if k not in _PLACEMENT_KEYS})
+    except ValueError as exc:
+        raise SystemExit(f"--settings: {exc}") from None
+    return {k: v for k, v in settings.items() if k not in _PLACEMENT_KEYS}
 
 
 def _data(args: argparse.Namespace) -> int:
@@ -185,6 +179,22 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _crossrun(args: argparse.Namespace) -> int:
+    from concord import io
+    from concord.papers.scmoa import report
+
+    if len(args.labels) != len(args.records):
+        raise SystemExit(f"--labels gives {len(args.labels)} names for {len(args.records)} --records files")
+    runs = {}
+    for name, path in zip(args.labels, args.records):
+        payload = io.read_json(path)
+        if not isinstance(payload, dict) or "questions" not in payload:
+            raise SystemExit(f"{path}: not an scmoa-run output (no 'questions')")
+        runs[name] = payload["questions"]
+    report.crossrun(runs, args.out_dir, title=args.title or "")
+    return 0
+
+
 def register(subparsers) -> None:
     from concord.papers.scmoa.loaders import FORMATS
 
@@ -229,3 +239,10 @@ def register(subparsers) -> None:
     p.add_argument("--settings", help="the scmoa config section as JSON")
     p.add_argument("--title", default="")
     p.set_defaults(func=_report)
+
+    p = subparsers.add_parser("scmoa-crossrun", help="Figure 6a, Figure 8 and Table 8 across SC-MoA runs")
+    p.add_argument("--records", required=True, nargs="+", type=Path)
+    p.add_argument("--labels", required=True, nargs="+", help="one name per records file (model / benchmark)")
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--title", default="")
+    p.set_defaults(func=_crossrun)

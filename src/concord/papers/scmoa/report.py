@@ -107,17 +107,6 @@ TABLE37 = "table37_information_ladder"
 KSWEEP_TABLE = "k_sweep_h1"
 
 
-def optional_tables(settings: Mapping[str, Any]) -> list[str]:
-    """The extra table stems a run with these settings produces."""
-    from concord.papers.scmoa.views import INFO_LADDER, TRACE_ABLATION
-
-    views = set(settings.get("views") or [])
-    out = [SECTION3_TABLE] if settings.get("section3") else []
-    out += [TABLE36] if set(TRACE_ABLATION) <= views else []
-    out += [TABLE37] if {v for v, _, _ in INFO_LADDER} <= views else []
-    return out
-
-
 def _trace_of_sample(proposal: Mapping) -> str:
     """Appendix U: the first reasoning trace of a perturbation (reasoning channel and reply)."""
     from concord.papers.scmoa.prompts import trace
@@ -140,9 +129,13 @@ def _section3(records: Sequence[Mapping], out: Path, title: str) -> dict:
 def _views(records: Sequence[Mapping], out: Path, title: str) -> dict:
     from concord.papers.scmoa.views import INFO_LADDER, TRACE_ABLATION
 
-    have = set(records[0].get("views", {}))
+    have = set.intersection(*(set(r.get("views") or {}) for r in records))
     mv = analysis.method_correct(records, "vote_post")
     result = {}
+    if not set(TRACE_ABLATION) <= have:
+        _not_run(out / TABLE36, f"{title} trace ablation (Table 36)", f"views: {list(TRACE_ABLATION)}")
+    if not {v for v, _, _ in INFO_LADDER} <= have:
+        _not_run(out / TABLE37, f"{title} information ladder (Table 37)", f"views: {[v for v, _, _ in INFO_LADDER]}")
     if set(TRACE_ABLATION) <= have:
         conds = {v: [r["views"][v]["correct"] for r in records] for v in TRACE_ABLATION}
         frame = analysis.flips_against(mv, conds, {v: v.replace("_", " ") for v in TRACE_ABLATION})
@@ -178,8 +171,10 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     summary: dict[str, Any] = {"n_questions": len(records), "n_failed": len(failed), "failed": failed, "title": title}
     if all("section3" in r for r in records):
         summary["section3"] = _section3(records, out, title)
-    if all("views" in r for r in records):
-        summary.update(_views(records, out, title))
+    else:
+        _not_run(out / SECTION3_TABLE, f"{title} Tables 29-30: synthesis vs vote on the same pre-refinement proposals",
+                 "setting section3: true")
+    summary.update(_views(records, out, title))
     summary["reasoning_calls"] = int(sum((r["methods"]["scmoa"].get("usage") or {}).get("with_reasoning", 0) or 0
                                          for r in records))
 
@@ -300,6 +295,14 @@ APPENDIX_TABLES = ("table13_significance_all_pairs", "table15_public_private", "
                    "table21_override", "table22_override_decomposition", "table23_oracle", "table26_sampling_protocol",
                    "table27_diversity_source", "table28_tokens", "table40_selection")
 APPENDIX_FIGURES = ("figure3_pareto", "figure4b_consensus_gain", "figure6c_n_sweep")
+#: Every table and figure a report writes (the rules declare exactly these).
+TABLES = ("accuracy", "significance", "flips", "transition", "diversity", "error_correlation", "reliability",
+          "selective", "gating_sweep", "k_sweep", KSWEEP_TABLE, SECTION3_TABLE, TABLE36, TABLE37, *APPENDIX_TABLES)
+FIGURES = ("calibration", "transition", "diversity", "sweeps", *APPENDIX_FIGURES)
+#: Across every (model, cell) of a run: Figure 6a (gain over SC per model) and Figure 8 / Table 8
+#: (pipeline metrics per condition).
+CROSSRUN_FIGURES = ("figure6a_models", "figure8_pipeline_heatmap")
+CROSSRUN_TABLE = "table8_pipeline_metrics"
 
 
 def _not_run(stem: Path, caption: str, why: str) -> None:
@@ -435,3 +438,69 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, np.integer):
         return int(obj)
     return obj
+
+
+# ----------------------------------------------------------------------- across runs (Fig. 6a, 8)
+
+
+def pipeline_metrics(records: Sequence[Mapping]) -> dict:
+    """Appendix E, Table 8: the pipeline metrics of one run (model x setup x benchmark).
+
+    Draft stability = 100 - % of minority drafts that adopted the majority; consensus lift = mean
+    post - pre consensus; refinement independence = 100 (1 - lift / max lift), max lift = mean
+    (1 - C_pre); pre-exit rate = % of problems whose pre-refinement consensus reaches 0.6 (the gate
+    of the gated variant)."""
+    records = [r for r in records if "error" not in r]
+    pre = np.array([r["record"]["clusters_pre"]["consensus"] for r in records])
+    post = np.array([r["record"]["clusters_post"]["consensus"] for r in records])
+    actions = [row["action"] for r in records for row in r["record"].get("refinement", [])]
+    lift, max_lift = float(np.mean(post - pre)), float(np.mean(1 - pre))
+    return {
+        "n": len(records), "accuracy_pct": 100 * float(analysis.method_correct(records, "scmoa").mean()),
+        "sc_accuracy_pct": (100 * float(analysis.method_correct(records, "sc").mean())
+                            if all("sc" in r["methods"] for r in records) else math.nan),
+        "C_pre": float(pre.mean()), "pre_exit_rate_pct": 100 * float((pre >= 0.6).mean()),
+        "draft_stability_pct": 100 - 100 * actions.count("ADOPTED") / len(actions) if actions else math.nan,
+        "consensus_lift": lift, "refinement_independence_pct": 100 * (1 - lift / max_lift) if max_lift > 0 else math.nan,
+        "override_rate_pct": 100 * float(np.mean([bool(r["record"].get("override")) for r in records])),
+        "calls": float(np.mean([r["methods"]["scmoa"]["calls"] for r in records])),
+    }
+
+
+def crossrun(runs: Mapping[str, Sequence[Mapping]], out_dir: str | Path, title: str = "") -> pd.DataFrame:
+    """Figure 6a (SC-MoA's gain over SC per model and benchmark), Figure 8 and Table 8 (pipeline
+    metrics per condition, cells coloured by per-column rank) over runs named ``model / cell``."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    rows = [{"condition": name, **pipeline_metrics(recs)} for name, recs in runs.items()]
+    table = pd.DataFrame(rows)
+    write_table(table, out / CROSSRUN_TABLE, f"{title} Table 8: pipeline metrics per condition (model / benchmark ".strip() + " "
+                "[@setup]); higher is better except consensus lift")
+
+    fig, ax = _figure(1, width=max(4.0, 0.6 * len(table) + 2))
+    gain = table["accuracy_pct"] - table["sc_accuracy_pct"]
+    ax[0].bar(range(len(table)), gain.fillna(0.0), color=["tab:green" if g >= 0 else "tab:red" for g in gain.fillna(0.0)])
+    ax[0].axhline(0, c="k", lw=0.8)
+    ax[0].set_xticks(range(len(table)), table["condition"], rotation=45, ha="right", fontsize=7)
+    ax[0].set(ylabel="SC-MoA - SC (pp)", title="Gain over self-consistency per model (Figure 6a)")
+    io.save_figure(fig, out / CROSSRUN_FIGURES[0])
+    plt.close(fig)
+
+    metrics = ["accuracy_pct", "C_pre", "pre_exit_rate_pct", "draft_stability_pct", "consensus_lift",
+               "refinement_independence_pct", "override_rate_pct", "calls"]
+    values = table[metrics].astype(float)
+    # Rank per column: green = best. Higher is better except consensus lift and calls.
+    better_low = {"consensus_lift", "calls"}
+    ranks = pd.DataFrame({m: (values[m].rank(ascending=m in better_low, pct=True) if len(table) > 1
+                              else pd.Series([1.0] * len(table))) for m in metrics}).fillna(0.5)
+    fig, ax = _figure(1, width=max(5.0, 0.9 * len(metrics)))
+    ax[0].imshow(ranks.to_numpy(), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax[0].set_xticks(range(len(metrics)), metrics, rotation=45, ha="right", fontsize=7)
+    ax[0].set_yticks(range(len(table)), table["condition"], fontsize=7)
+    for (i, j), v in np.ndenumerate(values.to_numpy()):
+        ax[0].text(j, i, "" if np.isnan(v) else f"{v:.2g}", ha="center", va="center", fontsize=6)
+    ax[0].set_title("Pipeline metrics per condition (Figure 8)")
+    io.save_figure(fig, out / CROSSRUN_FIGURES[1])
+    plt.close(fig)
+    return table
