@@ -94,7 +94,8 @@ def test_report_covers_all_three_papers_with_captions_and_tables_in_the_page(toy
         "analysis/tiny/synthetic/recovery.md")
     assert "humaneval" in caption("fmv/figures/humaneval/figure2_left.png")
     accuracy = caption("scmoa/tiny/synthetic/analysis/accuracy.csv")
-    assert "Table 1" in accuracy and "tiny" in accuracy and "synthetic" in accuracy and "N=3" in accuracy
+    n = toy_config()["scmoa"]["n"]  # the run's value reaches the caption
+    assert "Table 1" in accuracy and "tiny" in accuracy and "synthetic" in accuracy and f"N={n}" in accuracy
     assert "{{" not in page  # every Jinja placeholder was filled
 
 

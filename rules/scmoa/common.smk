@@ -70,6 +70,24 @@ def scmoa_cells(setup=None):
 _SCMOA_CELL = {cell: (bench, setup) for cell, bench, setup in scmoa_cells()}
 
 
+def _check_model_keys():
+    """Role and pool models must be served (an endpoint) or be a proposer run in process."""
+    for setup in SCMOA_SETUPS:
+        s = scmoa_settings(setup)
+        for what in ("moa_pool", "goa_pool"):
+            for key in s.get(what) or []:
+                if key not in SCMOA_ENDPOINTS and key not in SCMOA_MODELS:
+                    raise ValueError(f"scmoa {what} (setup {setup}) names model {key!r}, which has no endpoint; add "
+                                     f"scmoa.endpoints.{key} (base_url, model) or use one of {list(SCMOA_MODELS)}")
+        for role, key in (s.get("roles") or {}).items():
+            if key and key not in SCMOA_ENDPOINTS and key not in SCMOA_MODELS:
+                raise ValueError(f"scmoa roles.{role} (setup {setup}) names model {key!r}, which has no endpoint; "
+                                 f"add scmoa.endpoints.{key} (base_url, model)")
+
+
+_check_model_keys()
+
+
 def _cell_settings(wildcards):
     return scmoa_settings(_SCMOA_CELL[wildcards.sbench][1])
 

@@ -95,7 +95,7 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
                  n_sweep: Sequence[int] = (), methods: Sequence[str] = ("cot", "sc", "moa_para", "self_moa"),
                  sc_k: int = 10, sc_temperatures: Sequence[float] = (0.7,), moa_n: int = 4, self_moa_k: int = 6,
                  persona_moa_n: int = 5, textgrad_iterations: int = 3, moa_pool: Sequence[Chat] | None = None,
-                 goa_agents: Sequence[tuple[str, Chat, str]] | None = None, goa_k: int | None = None,
+                 goa_agents: Sequence[tuple[str, Chat, str]] | None = None, goa_n: int = 3, goa_k: int | None = None,
                  goa_temperature: float = 0.7, gate_thresholds: Sequence[float] = (), perturbation: str = "paraphrase",
                  paraphrase_chat: Chat | None = None, aggregate_chat: Chat | None = None,
                  max_paraphrase_attempts: int = 3, sampling: dict[str, Any] | None = None,
@@ -169,7 +169,7 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
         elif method == "textgrad":
             r = baselines.textgrad(prompt, logged, task, iterations=textgrad_iterations, sampling=sampling)
         elif method == "goa":
-            members = goa_agents or [(f"agent{i + 1}", chat, "the proposer model") for i in range(3)]
+            members = goa_agents or [(f"agent{i + 1}", chat, "the proposer model") for i in range(goa_n)]
             logs = [CallLog(c) for _, c, _ in members]
             meta = CallLog(chat)
             r = baselines.goa(prompt, [(nm, lg, card) for (nm, _, card), lg in zip(members, logs)], meta, task,
