@@ -152,11 +152,12 @@ def scmoa_targets(setup=None, stems=None):
     one setup's cells, ``stems`` a few tables/figures (the named targets)."""
     out = []
     for m in SCMOA_MODELS:
-        for cell, _, _ in scmoa_cells(setup):
+        for cell, _, cell_setup in scmoa_cells(setup):
             base = _scmoa_dir(m, cell)
             if stems is None:
                 out.append(f"{base}/summary.json")
-            out += [f"{base}/{t}.{ext}" for t in SCMOA_TABLES if stems is None or t in stems for ext in ("csv", "md", "tex")]
+            tables = [*SCMOA_TABLES, *_scmoa_report.extra_tables(scmoa_settings(cell_setup))]
+            out += [f"{base}/{t}.{ext}" for t in tables if stems is None or t in stems for ext in ("csv", "md", "tex")]
             out += [f"{base}/{f}.{ext}" for f in SCMOA_FIGURES if stems is None or f in stems for ext in ("png", "pdf")]
     if stems is None and setup is None and SCMOA_MODELS and SCMOA_BENCHMARKS:
         out += [f"{SCMOA_R}/crossrun/{f}.{ext}" for f in _scmoa_report.CROSSRUN_FIGURES for ext in ("png", "pdf")]

@@ -113,6 +113,44 @@ rule scmoa_report:
 
 
 
+# Section 3 (Tables 29-30) and Tables 36-37: only for the cells whose settings collect them.
+for _extra in _scmoa_report.EXTRA_TABLES:
+
+    rule:
+        name:
+            f"scmoa_report_{_extra}"
+        input:
+            f"{SCMOA_R}/{{smodel}}/{{sbench}}/records.json",
+        output:
+            table=scmoa_report_item(f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{_extra}.csv", _extra, "csv"),
+            md=f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{_extra}.md",
+            tex=f"{SCMOA_R}/{{smodel}}/{{sbench}}/analysis/{_extra}.tex",
+        params:
+            settings=lambda wc: as_json(_cell_settings(wc)),
+            out_dir=lambda wildcards, output: os.path.dirname(output.table),
+            title=lambda wc: " / ".join(
+                section("report").get("labels", {}).get(key, key) for key in (wc.smodel, wc.sbench)
+            ),
+            n=lambda wc: _cell_settings(wc).get("n", 5),
+            k=lambda wc: _cell_settings(wc).get("k", 2),
+            perturbation=lambda wc: _cell_settings(wc).get("perturbation", "paraphrase"),
+            only=_extra,
+        log:
+            f"{LOGS}/scmoa/report/{{smodel}}/{{sbench}}.{_extra}.log",
+        benchmark:
+            f"{BENCH}/scmoa/report/{{smodel}}/{{sbench}}.{_extra}.tsv"
+        resources:
+            mem_mb=2000,
+            runtime=15,
+        conda:
+            "../../envs/analysis.yaml"
+        shell:
+            audited(
+                "python -m concord scmoa-report --records {input:q} --out-dir {params.out_dir:q}"
+                " --title {params.title:q} --settings {params.settings:q} --only {params.only} > {log:q} 2>&1"
+            )
+
+
 rule scmoa_crossrun:
     input:
         [f"{SCMOA_R}/{m}/{c}/records.json" for m in SCMOA_MODELS for c in _SCMOA_CELL],

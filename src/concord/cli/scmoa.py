@@ -172,6 +172,12 @@ def _report(args: argparse.Namespace) -> int:
     payload = io.read_json(args.records)
     if not isinstance(payload, dict) or "questions" not in payload:
         raise SystemExit(f"{args.records}: not an scmoa-run output (no 'questions')")
+    if args.only:
+        try:
+            report.build_extra(payload["questions"], args.out_dir, args.only, title=args.title or "")
+        except ValueError as exc:
+            raise SystemExit(f"scmoa-report: {exc}") from None
+        return 0
     summary = report.build(payload["questions"], args.out_dir, n_resamples=settings["n_resamples"],
                            seed=settings["seed"], title=args.title or "")
     summary["provenance"] = provenance.record(step="scmoa-report", config=settings, seed=settings["seed"],
@@ -239,6 +245,7 @@ def register(subparsers) -> None:
     p.add_argument("--out-dir", required=True, type=Path)
     p.add_argument("--settings", help="the scmoa config section as JSON")
     p.add_argument("--title", default="")
+    p.add_argument("--only", help="write only this extra table (tables29_30_synthesis_vs_vote, table36_..., table37_...)")
     p.set_defaults(func=_report)
 
     p = subparsers.add_parser("scmoa-crossrun", help="Figure 6a, Figure 8 and Table 8 across SC-MoA runs")

@@ -132,10 +132,6 @@ def _views(records: Sequence[Mapping], out: Path, title: str) -> dict:
     have = set.intersection(*(set(r.get("views") or {}) for r in records))
     mv = analysis.method_correct(records, "vote_post")
     result = {}
-    if not set(TRACE_ABLATION) <= have:
-        _not_run(out / TABLE36, f"{title} trace ablation (Table 36)", f"views: {list(TRACE_ABLATION)}")
-    if not {v for v, _, _ in INFO_LADDER} <= have:
-        _not_run(out / TABLE37, f"{title} information ladder (Table 37)", f"views: {[v for v, _, _ in INFO_LADDER]}")
     if set(TRACE_ABLATION) <= have:
         conds = {v: [r["views"][v]["correct"] for r in records] for v in TRACE_ABLATION}
         frame = analysis.flips_against(mv, conds, {v: v.replace("_", " ") for v in TRACE_ABLATION})
@@ -169,12 +165,6 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     baselines = [m for m in methods if m != "scmoa"]
     n = int(records[0]["record"]["n"])
     summary: dict[str, Any] = {"n_questions": len(records), "n_failed": len(failed), "failed": failed, "title": title}
-    if all("section3" in r for r in records):
-        summary["section3"] = _section3(records, out, title)
-    else:
-        _not_run(out / SECTION3_TABLE, f"{title} Tables 29-30: synthesis vs vote on the same pre-refinement proposals",
-                 "setting section3: true")
-    summary.update(_views(records, out, title))
     summary["reasoning_calls"] = int(sum((r["methods"]["scmoa"].get("usage") or {}).get("with_reasoning", 0) or 0
                                          for r in records))
 
@@ -297,7 +287,36 @@ APPENDIX_TABLES = ("table13_significance_all_pairs", "table15_public_private", "
 APPENDIX_FIGURES = ("figure3_pareto", "figure4b_consensus_gain", "figure6c_n_sweep")
 #: Every table and figure a report writes (the rules declare exactly these).
 TABLES = ("accuracy", "significance", "flips", "transition", "diversity", "error_correlation", "reliability",
-          "selective", "gating_sweep", "k_sweep", KSWEEP_TABLE, SECTION3_TABLE, TABLE36, TABLE37, *APPENDIX_TABLES)
+          "selective", "gating_sweep", "k_sweep", KSWEEP_TABLE, *APPENDIX_TABLES)
+#: Tables only a run with the matching settings has data for (rule scmoa_extra_table writes one).
+EXTRA_TABLES = (SECTION3_TABLE, TABLE36, TABLE37)
+
+
+def extra_tables(settings: Mapping[str, Any]) -> list[str]:
+    """The extra table stems a run with these settings produces (Section 3; Tables 36, 37)."""
+    from concord.papers.scmoa.views import INFO_LADDER, TRACE_ABLATION
+
+    views = set(settings.get("views") or [])
+    out = [SECTION3_TABLE] if settings.get("section3") else []
+    out += [TABLE36] if set(TRACE_ABLATION) <= views else []
+    out += [TABLE37] if {v for v, _, _ in INFO_LADDER} <= views else []
+    return out
+
+
+def build_extra(records: Sequence[Mapping], out_dir: str | Path, stem: str, title: str = "") -> dict:
+    """One extra table (see :data:`EXTRA_TABLES`); a run without its data is an error naming the setting."""
+    records = [r for r in records if "error" not in r]
+    out = Path(out_dir)
+    if stem == SECTION3_TABLE:
+        if not records or not all("section3" in r for r in records):
+            raise ValueError(f"{SECTION3_TABLE} needs records of a run with section3: true")
+        return _section3(records, out, title)
+    if stem not in EXTRA_TABLES:
+        raise ValueError(f"unknown extra table {stem!r}; expected one of {EXTRA_TABLES}")
+    result = _views(records, out, title) if records else {}
+    if ("table36" if stem == TABLE36 else "table37") not in result:
+        raise ValueError(f"{stem} needs records of a run with the views of that table (scmoa.views)")
+    return result
 FIGURES = ("calibration", "transition", "diversity", "sweeps", *APPENDIX_FIGURES)
 #: Across every (model, cell) of a run: Figure 6a (gain over SC per model) and Figure 8 / Table 8
 #: (pipeline metrics per condition).
