@@ -9,10 +9,13 @@ LOGS = f"{RESULTS}/logs"
 BENCH = f"{RESULTS}/benchmarks"
 CACHE = f"{RESULTS}/.cache"  # resumable state, deliberately outside declared outputs
 
-MODELS = list(config["models"])
-BENCHMARKS = list(config["benchmarks"])
-ARMS = list(config["arms"])
-SEEDS = [int(s) for s in config["seeds"]]
+MODELS = list(config.get("models") or {})
+BENCHMARKS = list(config.get("benchmarks") or {})
+ARMS = list(config.get("arms") or [])
+SEEDS = [int(s) for s in config.get("seeds") or [0]]
+# The CoRE experiment runs when the config names its models, benchmarks and arms; a config for
+# another paper alone (e.g. config/paper_scmoa.yaml) leaves them out.
+CORE_ENABLED = bool(MODELS and BENCHMARKS and ARMS)
 ENGINE = config.get("engine", {})
 ON_GPU = ENGINE.get("backend", "hf") == "vllm"
 

@@ -108,6 +108,19 @@ def test_profile_dry_run_is_the_full_reproduction_of_all_three_papers(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_sc_moa_config_alone_plans_sc_moa_only(tmp_path):
+    # `--configfile config/paper_scmoa.yaml` replaces the profile's list: no CoRE keys, no FMV.
+    profile, overrides = _filled_profile(tmp_path)
+    overrides = [o for o in overrides if not o.startswith("fmv=")]
+    proc = _snakemake("--profile", str(profile), "--configfile", "config/paper_scmoa.yaml", "-n",
+                      "--sdm", "env-modules", *overrides)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    rules = {rule for rule, _ in _job_resources(proc.stdout + proc.stderr)}
+    assert {"scmoa_run", "scmoa_report"} <= rules, sorted(rules)
+    assert not rules & {"rollouts", "train", "evaluate", "table1", "fmv_generate"}, sorted(rules)
+
+
+@pytest.mark.slow
 def test_missing_user_inputs_stop_the_plan_briefly_saying_how_to_supply_them():
     proc = _snakemake("--profile", "slurm", "-n", "--sdm", "env-modules")
     assert proc.returncode != 0

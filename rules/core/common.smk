@@ -57,6 +57,8 @@ def figure3_targets():
 def core_targets():
     """The CoRE paper's final outputs: Figure 2 and Appendix H per (model, benchmark), every
     evaluation, Figure 3, Tables 1-3 and Figures 4-5 (those the config supports)."""
+    if not CORE_ENABLED:
+        return []
     return FIGURE2_TARGETS + APPENDIX_H_TARGETS + eval_targets() + figure3_targets() + report_targets()
 
 
@@ -69,4 +71,4 @@ _REPORT_CONFIG_JSON = json.dumps(
 
 def report_targets():
     """Tables 1-3 and Figures 4-5 that the config supports (part of core_targets())."""
-    return _plots.report_targets(config, RESULTS)
+    return _plots.report_targets(config, RESULTS) if CORE_ENABLED else []

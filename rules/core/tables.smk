@@ -7,7 +7,7 @@ report/core/*.rst. The config sections tables and figures read travel as a JSON 
 them reruns the affected targets. Every table and figure is a final output (core_targets(), rules/core/common.smk).
 """
 
-for _table in _tables.report_section(config)["tables"]:
+for _table in _tables.report_section(config)["tables"] if CORE_ENABLED else []:
 
     rule:
         name:

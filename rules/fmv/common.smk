@@ -6,11 +6,12 @@ from concord.papers.fmv import settings as _fmv_settings
 
 shell_quote = _shlex.quote
 FMV = config.get("fmv") or {}
-FMV_ENABLED = bool(FMV.get("enabled", True))
 FMV_SPECS = FMV.get("models") or {m: config["models"][m] for m in MODELS}
 FMV_MODELS = list(FMV_SPECS)
-FMV_ONLY_MODELS = [m for m in FMV_MODELS if m not in config["models"]]
+FMV_ONLY_MODELS = [m for m in FMV_MODELS if m not in MODELS]
 FMV_BENCHMARKS = list((FMV.get("benchmarks") or {}).keys())
+# FMV runs when switched on and given models and benchmarks (a config for another paper alone has none).
+FMV_ENABLED = bool(FMV.get("enabled", True)) and bool(FMV_MODELS) and bool(FMV_BENCHMARKS)
 FMV_SEEDS = [int(s) for s in FMV.get("seeds", [0])]
 FMV_EXEC = FMV.get("execution", {})
 FMV_TTRL = FMV.get("ttrl", {})
@@ -95,7 +96,7 @@ def _analysis_inputs(wildcards):
 
 
 def _fmv_label(cmodel):
-    return FMV_SPECS[cmodel].get("label") or (config.get("report") or {}).get("labels", {}).get(cmodel) or cmodel
+    return (FMV_SPECS.get(cmodel) or {}).get("label") or (config.get("report") or {}).get("labels", {}).get(cmodel) or cmodel
 
 
 _FMV_TRAINING = {**(config.get("training") or {}), **(FMV_TTRL.get("training") or {})}
@@ -148,6 +149,8 @@ def _table1_execs():
 
 def _table2_execs():
     """(row label, path) per seed, rows in the paper's order."""
+    if not FMV_ENABLED:
+        return []
     rows = [(f"Base ({_fmv_label(_TT_MODEL)})", "base")]
     for n in FMV_TTRL.get("table2_n_vote", [32, 128]):
         rows += [(_fmv_report.ttrl_label(arm, n), f"ttrl-{arm}-full-n{n}") for arm in ("fmv", "fmv_pointwise")
