@@ -14,6 +14,9 @@ rule rollouts:
         task=lambda wc: task_of(wc.benchmark),
         answers=as_json(section("answers")),
         cache=lambda wc: f"{CACHE}/rollouts/{wc.model}/{wc.benchmark}/seed{wc.seed}",
+    # Longest jobs first (roll-outs, SC-MoA, training): on a small machine this two-thread job, left
+    # for later, waits for both cores while one-thread jobs keep taking one (measured: it ran last).
+    priority: 50
     threads: 2
     log:
         f"{LOGS}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.log",

@@ -31,6 +31,8 @@ rule train:
         checkpoints=lambda wc: f"{CACHE}/train/{wc.model}/{wc.benchmark}/{wc.arm}/seed{wc.seed}",
         accelerate_config=accelerate_config,
         num_processes=lambda wc, resources: max(1, resources.gpu),
+    # The CoRE critical path (train -> evaluate -> tables) starts early.
+    priority: 30
     threads: int(TRAIN.get("threads", 2))
     log:
         f"{LOGS}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.log",

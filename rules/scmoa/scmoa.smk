@@ -53,6 +53,9 @@ rule scmoa_run:
         settings=lambda wc: as_json(_cell_settings(wc)),
         backend=_scmoa_backend_args,
         cache=f"{CACHE}/scmoa",
+    # The longest one-thread job of the default run: started early, it does not finish last alone
+    # (see rules/core/rollouts.smk).
+    priority: 40
     threads: 1  # in-process engine: one torch thread (two thrash on a shared 2-core machine)
     log:
         f"{LOGS}/scmoa/run/{{smodel}}/{{sbench}}.log",

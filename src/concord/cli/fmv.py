@@ -325,8 +325,8 @@ def cmd_table2(args) -> int:
     seeds = int(frame["n_seeds"].max())
     over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
     report.write_table(frame, report.table2_display(frame), args.out_stem,
-                       f"Table 2: TTRL with joint (FMV) and pointwise targets at two training budgets "
-                       f"(N = roll-outs per prompt in training); mean@{args.n}, FMV accuracy and "
+                       f"Table 2: TTRL with joint (FMV) and pointwise targets at the training budget(s) in the "
+                       f"rows (N = roll-outs per prompt in training); mean@{args.n}, FMV accuracy and "
                        f"best@{args.n} of {args.n} samples (%), ± bootstrap standard error {over}.")
     return 0
 
