@@ -132,6 +132,11 @@ def steps_saved_table(curves: pd.DataFrame, plateau_window: int = 1) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+CURVE_MARKERS = {"majority": "o", "core": "D"}
+CURVE_LINESTYLES = {"majority": "-", "core": "--"}
+STEP_DODGE = 0.04  # steps (scaled with the run's length) between the two arms' points
+
+
 def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str, str] | None = None):
     """One panel per (model, benchmark): mean validation pass@1 (%) vs step, +-1 std band."""
     from concord.papers.core.figures import ARM_COLORS, new_figure
@@ -146,11 +151,14 @@ def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str,
         ax.set_visible(False)
     for ax, (model, bench) in zip(flat, cells):
         sub = curves[(curves["model"] == model) & (curves["benchmark"] == bench)]
-        for arm in CURVE_ARMS:
+        for k, arm in enumerate(CURVE_ARMS):
             c = sub[sub["arm"] == arm].sort_values("step")
             color = ARM_COLORS.get(arm)
-            ax.plot(c["step"], 100 * c["mean"], marker="o", ms=3, color=color, label=ARM_LABELS[arm])
-            ax.fill_between(c["step"], 100 * (c["mean"] - c["std"]), 100 * (c["mean"] + c["std"]), color=color,
+            # Own marker, line style and a small step offset: coinciding curves both stay visible.
+            x = c["step"] + STEP_DODGE * (k - (len(CURVE_ARMS) - 1) / 2) * max(1.0, float(c["step"].max() or 1) / 10)
+            ax.plot(x, 100 * c["mean"], marker=CURVE_MARKERS.get(arm, "o"), ms=4, mfc="none", color=color,
+                    linestyle=CURVE_LINESTYLES.get(arm, "-"), label=ARM_LABELS[arm])
+            ax.fill_between(x, 100 * (c["mean"] - c["std"]), 100 * (c["mean"] + c["std"]), color=color,
                             alpha=0.15, linewidth=0)
         row = table[(table["model"] == model) & (table["benchmark"] == bench)].iloc[0]
         ax.axhline(100 * row["majority_plateau"], color=ARM_COLORS.get("majority"), linestyle=":", linewidth=1)
