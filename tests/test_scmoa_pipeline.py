@@ -247,7 +247,7 @@ def test_run_scmoa_validates_its_arguments():
     chat = FunctionChat(Agents(["42"] * 3))
     with pytest.raises(ValueError, match="needs the public tests"):
         run_scmoa(QUESTION, chat, n=3, k=1, task="code")
-    with pytest.raises(ValueError, match="unknown task"):
+    with pytest.raises(ValueError, match="unknown SC-MoA task .essay.. Available: .code., .qa."):
         run_scmoa(QUESTION, chat, n=3, k=1, task="essay")
     with pytest.raises(ValueError, match="k .* must be >= 1"):
         run_scmoa(QUESTION, chat, n=3, k=0, task="qa")

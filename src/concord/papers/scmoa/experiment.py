@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from concord.chat import CallLog, Chat, ChatError
@@ -29,12 +30,11 @@ from concord.papers.scmoa import baselines, prompts, views as views_mod
 from concord.papers.scmoa.perturb import Perturbation
 from concord.papers.scmoa.pipeline import Clusters, make_task, proposals_from_rows, run_scmoa
 from concord.papers.scmoa.tasks import normalise_answer
+from concord.registry import Registry
 
 log = logging.getLogger(__name__)
 
 #: Methods a run can add beside SC-MoA (Table 1 and its appendix variants).
-BASELINES = ("cot", "sc", "sc_temp", "moa", "moa_para", "persona_moa", "self_moa", "textgrad", "goa",
-             "pairwise_judge")
 
 
 def grade_qa(pred: str | None, gold: Any) -> bool:
@@ -110,9 +110,8 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
     23), the aggregate alone and best-of-N (Table 22), the sweeps over k and N, the Section 3
     experiment, the aggregator views and the diversity-source runs (Table 27) when asked.
     """
-    unknown = set(methods) - set(BASELINES)
-    if unknown:
-        raise ValueError(f"unknown method(s) {sorted(unknown)}; expected some of {BASELINES}")
+    for method in methods:
+        SCMOA_METHODS.get(method)  # an unknown name fails here, before any model call
     views = views_mod.check_views(views)
     code_options = dict(code_options or {})
     kind = question.get("task", "qa")
@@ -137,53 +136,17 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
     }
     extra: dict[str, Any] = {}
     sc_samples: list[str | None] = []
+    ctx = MethodContext(prompt=prompt, chat=chat, task=task, sampling=sampling, record=rec, options=dict(
+        sc_k=sc_k, sc_temperatures=sc_temperatures, moa_n=moa_n, self_moa_k=self_moa_k, persona_moa_n=persona_moa_n,
+        textgrad_iterations=textgrad_iterations, moa_pool=moa_pool, goa_agents=goa_agents, goa_n=goa_n, goa_k=goa_k,
+        goa_temperature=goa_temperature, paraphrase_chat=paraphrase_chat,
+        max_paraphrase_attempts=max_paraphrase_attempts))
     for method in methods:
-        logged = CallLog(chat)
-        if method == "cot":
-            r = baselines.zero_shot_cot(prompt, logged, task, sampling=sampling)
-        elif method == "sc":
-            r = baselines.self_consistency(prompt, logged, task, k=sc_k, sampling=sampling)
-            sc_samples = [s["payload"] for s in r["samples"]]
-        elif method == "sc_temp":
-            for temp in sc_temperatures:
-                logged = CallLog(chat)
-                r = baselines.self_consistency_temperature(prompt, logged, task, k=sc_k, temperature=temp,
-                                                           sampling=sampling)
-                answers[f"sc_t{temp:g}"] = (r["answer"], r["calls"], logged.usage())
-            continue
-        elif method == "moa":
-            pool = [CallLog(c) for c in (moa_pool or [chat] * moa_n)]
-            agg = CallLog(chat)
-            r = baselines.moa_pool(prompt, pool, agg, task, sampling=sampling)
-            answers[method] = (r["answer"], r["calls"], _total_usage({i: c.usage() for i, c in enumerate(pool + [agg])}))
-            continue
-        elif method == "moa_para":
-            r = baselines.moa(prompt, logged, task, n=moa_n, paraphrase_chat=paraphrase_chat,
-                              max_paraphrase_attempts=max_paraphrase_attempts, sampling=sampling)
-        elif method == "persona_moa":
-            personas = list(task.personas.values())[:persona_moa_n]
-            r = baselines.moa_pool(prompt, [logged] * len(personas), logged, task, sampling=sampling,
-                                   personas=personas, prefix="pmoa")
-        elif method == "self_moa":
-            r = baselines.self_moa(prompt, logged, task, k=self_moa_k, sampling=sampling)
-        elif method == "textgrad":
-            r = baselines.textgrad(prompt, logged, task, iterations=textgrad_iterations, sampling=sampling)
-        elif method == "goa":
-            members = goa_agents or [(f"agent{i + 1}", chat, "the proposer model") for i in range(goa_n)]
-            logs = [CallLog(c) for _, c, _ in members]
-            meta = CallLog(chat)
-            r = baselines.goa(prompt, [(nm, lg, card) for (nm, _, card), lg in zip(members, logs)], meta, task,
-                              k=goa_k, sampling={**sampling, "temperature": goa_temperature})
-            usage = _total_usage({i: c.usage() for i, c in enumerate(logs + [meta])})
-            answers["goa"] = (r["answer"], r["calls"], usage)
-            answers["goa_max"] = (r["max_answer"], r["calls"], usage)  # the same run, max pooling
-            continue
-        else:  # pairwise_judge: selection over the Phase 1 proposals (Table 40)
-            traces = [prompts.trace(p["text"], p.get("reasoning")) for p in rec["proposals_pre"]]
-            r = baselines.pairwise_judge(prompt, traces, logged, task, sampling=sampling)
-            r["answer"] = rec["proposals_pre"][r["selected"]]["payload"]
-            extra["pairwise_judge"] = {"borda": r["borda"], "selected": r["selected"]}
-        answers[method] = (r["answer"], r["calls"], logged.usage())
+        ran = SCMOA_METHODS.get(method)(ctx)
+        answers.update(ran.answers)
+        extra.update(ran.extra)
+        if ran.sc_samples is not None:
+            sc_samples = ran.sc_samples
 
     sweep: dict[str, Any] = {}
     for kk in k_sweep:
@@ -308,3 +271,133 @@ def run_benchmark(questions: Sequence[dict], chat: Chat, **options: Any) -> list
         log.info("scmoa %d/%d %s: scmoa=%s vote=%s", i, len(questions), q["id"],
                  records[-1]["methods"]["scmoa"]["correct"], records[-1]["methods"]["vote_pre"]["correct"])
     return records
+
+
+# ------------------------------------------------------------------ the baselines, by name
+
+
+@dataclass
+class MethodContext:
+    """What a baseline may use on one question: the prompt, the model, the task, the sampling
+    settings, SC-MoA's own record (its Phase 1 proposals, for the selection baselines) and the
+    budgets of :func:`run_question` (``options``)."""
+
+    prompt: str
+    chat: Chat
+    task: Any
+    sampling: dict[str, Any]
+    record: dict[str, Any]
+    options: dict[str, Any]
+
+
+@dataclass
+class MethodRun:
+    """A baseline's outcome: ``answers`` row name -> (answer, model calls, token usage); ``extra``
+    goes into the question's record; ``sc_samples`` are self-consistency's graded samples."""
+
+    answers: dict[str, tuple[str | None, int, dict | None]]
+    extra: dict[str, Any] = field(default_factory=dict)
+    sc_samples: list[str | None] | None = None
+
+
+#: Every baseline of the paper's Table 1 and appendix by name; ``run_question(methods=[...])`` runs them.
+SCMOA_METHODS: Registry[Callable[[MethodContext], MethodRun]] = Registry("SC-MoA baseline")
+
+
+def _one(name: str, r: dict, logged: CallLog) -> MethodRun:
+    return MethodRun({name: (r["answer"], r["calls"], logged.usage())})
+
+
+@SCMOA_METHODS.register("cot")
+def _cot(ctx: MethodContext) -> MethodRun:
+    logged = CallLog(ctx.chat)
+    return _one("cot", baselines.zero_shot_cot(ctx.prompt, logged, ctx.task, sampling=ctx.sampling), logged)
+
+
+@SCMOA_METHODS.register("sc")
+def _sc(ctx: MethodContext) -> MethodRun:
+    logged = CallLog(ctx.chat)
+    r = baselines.self_consistency(ctx.prompt, logged, ctx.task, k=ctx.options["sc_k"], sampling=ctx.sampling)
+    run = _one("sc", r, logged)
+    run.sc_samples = [s["payload"] for s in r["samples"]]
+    return run
+
+
+@SCMOA_METHODS.register("sc_temp")
+def _sc_temp(ctx: MethodContext) -> MethodRun:
+    out = {}
+    for temp in ctx.options["sc_temperatures"]:
+        logged = CallLog(ctx.chat)
+        r = baselines.self_consistency_temperature(ctx.prompt, logged, ctx.task, k=ctx.options["sc_k"],
+                                                   temperature=temp, sampling=ctx.sampling)
+        out[f"sc_t{temp:g}"] = (r["answer"], r["calls"], logged.usage())
+    return MethodRun(out)
+
+
+@SCMOA_METHODS.register("moa")
+def _moa(ctx: MethodContext) -> MethodRun:
+    pool = [CallLog(c) for c in (ctx.options["moa_pool"] or [ctx.chat] * ctx.options["moa_n"])]
+    agg = CallLog(ctx.chat)
+    r = baselines.moa_pool(ctx.prompt, pool, agg, ctx.task, sampling=ctx.sampling)
+    return MethodRun({"moa": (r["answer"], r["calls"], _total_usage({i: c.usage() for i, c in enumerate(pool + [agg])}))})
+
+
+@SCMOA_METHODS.register("moa_para")
+def _moa_para(ctx: MethodContext) -> MethodRun:
+    logged = CallLog(ctx.chat)
+    r = baselines.moa(ctx.prompt, logged, ctx.task, n=ctx.options["moa_n"], paraphrase_chat=ctx.options["paraphrase_chat"],
+                      max_paraphrase_attempts=ctx.options["max_paraphrase_attempts"], sampling=ctx.sampling)
+    return _one("moa_para", r, logged)
+
+
+@SCMOA_METHODS.register("persona_moa")
+def _persona_moa(ctx: MethodContext) -> MethodRun:
+    logged = CallLog(ctx.chat)
+    personas = list(ctx.task.personas.values())[: ctx.options["persona_moa_n"]]
+    r = baselines.moa_pool(ctx.prompt, [logged] * len(personas), logged, ctx.task, sampling=ctx.sampling,
+                           personas=personas, prefix="pmoa")
+    return _one("persona_moa", r, logged)
+
+
+@SCMOA_METHODS.register("self_moa")
+def _self_moa(ctx: MethodContext) -> MethodRun:
+    logged = CallLog(ctx.chat)
+    r = baselines.self_moa(ctx.prompt, logged, ctx.task, k=ctx.options["self_moa_k"], sampling=ctx.sampling)
+    return _one("self_moa", r, logged)
+
+
+@SCMOA_METHODS.register("textgrad")
+def _textgrad(ctx: MethodContext) -> MethodRun:
+    logged = CallLog(ctx.chat)
+    r = baselines.textgrad(ctx.prompt, logged, ctx.task, iterations=ctx.options["textgrad_iterations"],
+                           sampling=ctx.sampling)
+    return _one("textgrad", r, logged)
+
+
+@SCMOA_METHODS.register("goa")
+def _goa(ctx: MethodContext) -> MethodRun:
+    members = ctx.options["goa_agents"] or [
+        (f"agent{i + 1}", ctx.chat, "the proposer model") for i in range(ctx.options["goa_n"])
+    ]
+    logs = [CallLog(c) for _, c, _ in members]
+    meta = CallLog(ctx.chat)
+    r = baselines.goa(ctx.prompt, [(nm, lg, card) for (nm, _, card), lg in zip(members, logs)], meta, ctx.task,
+                      k=ctx.options["goa_k"], sampling={**ctx.sampling, "temperature": ctx.options["goa_temperature"]})
+    usage = _total_usage({i: c.usage() for i, c in enumerate(logs + [meta])})
+    # One run, two read-outs: mean pooling (GoA_Mean) and max pooling.
+    return MethodRun({"goa": (r["answer"], r["calls"], usage), "goa_max": (r["max_answer"], r["calls"], usage)})
+
+
+@SCMOA_METHODS.register("pairwise_judge")
+def _pairwise_judge(ctx: MethodContext) -> MethodRun:
+    """Selection over SC-MoA's Phase 1 proposals (Table 40)."""
+    logged = CallLog(ctx.chat)
+    proposals = ctx.record["proposals_pre"]
+    traces = [prompts.trace(p["text"], p.get("reasoning")) for p in proposals]
+    r = baselines.pairwise_judge(ctx.prompt, traces, logged, ctx.task, sampling=ctx.sampling)
+    answer = proposals[r["selected"]]["payload"]
+    return MethodRun({"pairwise_judge": (answer, r["calls"], logged.usage())},
+                     extra={"pairwise_judge": {"borda": r["borda"], "selected": r["selected"]}})
+
+
+BASELINES = tuple(SCMOA_METHODS.names())

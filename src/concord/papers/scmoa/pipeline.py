@@ -26,12 +26,13 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from concord.chat import CallLog, Chat, Completion, complete_batch
 from concord.papers.scmoa import prompts
 from concord.papers.scmoa.perturb import Perturbation, perturb
 from concord.papers.scmoa.tasks import CodeTask, QATask, Task
+from concord.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +311,31 @@ def proposals_from_rows(rows: Sequence[dict], samples_from: Sequence[dict] | Non
             for r, s in zip(rows, samples_from)]
 
 
+#: Task kinds by name: a factory ``(tests, **options) -> Task`` each.
+SCMOA_TASKS: Registry[Callable[..., Task]] = Registry("SC-MoA task")
+
+
+@SCMOA_TASKS.register("qa")
+def _qa_task(tests: Sequence[Any] | None = None, **options: Any) -> Task:
+    if tests:
+        raise ValueError("QA tasks take no tests; pass task='code' for programs")
+    return QATask(clustering=options.get("qa_clustering", "string"))
+
+
+@SCMOA_TASKS.register("code")
+def _code_task(tests: Sequence[Any] | None = None, **options: Any) -> Task:
+    if not tests:
+        raise ValueError("task='code' needs the public tests (tests=[...]) for clustering and the override")
+    options.pop("qa_clustering", None)
+    runner = options.pop("runner", None)
+    test_names = options.pop("test_names", None)
+    if runner is None:
+        from concord.papers.scmoa.code_runner import make_runner
+
+        runner = make_runner(**options)
+    return CodeTask(public_tests=list(tests), runner=runner, test_names=test_names)
+
+
 def make_task(task: str | Task, tests: Sequence[Any] | None = None, **code_options: Any) -> Task:
     """``"qa"`` or ``"code"`` (with public ``tests``) as a :class:`Task`; a Task passes through.
 
@@ -317,22 +343,7 @@ def make_task(task: str | Task, tests: Sequence[Any] | None = None, **code_optio
     """
     if not isinstance(task, str):
         return task
-    if task == "qa":
-        if tests:
-            raise ValueError("QA tasks take no tests; pass task='code' for programs")
-        clustering = code_options.pop("qa_clustering", "string")
-        return QATask(clustering=clustering)
-    code_options.pop("qa_clustering", None)
-    if task == "code":
-        if not tests:
-            raise ValueError("task='code' needs the public tests (tests=[...]) for clustering and the override")
-        runner = code_options.pop("runner", None)
-        if runner is None:
-            from concord.papers.scmoa.code_runner import make_runner
-
-            runner = make_runner(**{k: v for k, v in code_options.items() if k != "test_names"})
-        return CodeTask(public_tests=list(tests), runner=runner, test_names=code_options.pop("test_names", None))
-    raise ValueError(f"unknown task {task!r}; expected 'qa' or 'code'")
+    return SCMOA_TASKS.get(task)(tests, **code_options)
 
 
 def run_scmoa(question: str, chat: Chat, *, n: int, k: int, task: str | Task, tests: Sequence[Any] | None = None,
