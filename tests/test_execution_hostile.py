@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from concord.execution import run_programs, uid_block
+from concord.execution import runner
 from concord.execution import sandbox as sb
 
 REPO = sb.REPO_ROOT
-pytestmark = pytest.mark.skipif(sb._probe("bwrap", sb.default_python()) is not None,
+pytestmark = pytest.mark.skipif(runner._probe("bwrap", sb.default_python()) is not None,
                                 reason="bubblewrap does not work on this machine")
 
 BENIGN = "a, b = map(int, input().split())\ntotal = 0\nfor i in range(200000):\n    total += i % 7\nprint(a + b)"

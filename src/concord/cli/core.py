@@ -53,12 +53,13 @@ def cmd_rollouts(args) -> int:
     from concord.data import load_questions
 
     answers = resolve("answers", args.answers)
+    rollouts = resolve("rollouts", args.rollouts)
+    prompt_style = args.model_spec.get("prompt_style", "instruct")  # the schema's default for models.<key>
     questions = load_questions(args.questions)
     # The log's first line says what was sampled, before the engine's own output.
     log.info("roll-outs of model %s: %d questions x N=%d at temperature %s, top-p %s, up to %d new tokens "
              "(prompt style %s, answer policy %s, seed %d)", args.model_dir, len(questions),
-             int(args.rollouts.get("n", 8)), args.rollouts.get("temperature", 1.0), args.rollouts.get("top_p", 1.0),
-             int(args.rollouts.get("max_new_tokens", 128)), args.model_spec.get("prompt_style", "instruct"),
+             rollouts["n"], rollouts["temperature"], rollouts["top_p"], rollouts["max_new_tokens"], prompt_style,
              answers["policy"], args.seed)
     from concord.engines import load_engine
     from concord.io import write_parquet
@@ -73,14 +74,14 @@ def cmd_rollouts(args) -> int:
         options["seed"] = args.seed
     engine = load_engine(backend, args.model_dir, **options)
     spec = RolloutSpec(
-        n=int(args.rollouts.get("n", 8)),
-        temperature=float(args.rollouts.get("temperature", 1.0)),
-        top_p=float(args.rollouts.get("top_p", 1.0)),
-        max_new_tokens=int(args.rollouts.get("max_new_tokens", 128)),
+        n=int(rollouts["n"]),
+        temperature=float(rollouts["temperature"]),
+        top_p=float(rollouts["top_p"]),
+        max_new_tokens=int(rollouts["max_new_tokens"]),
         seed=args.seed,
-        prompt_style=args.model_spec.get("prompt_style", "instruct"),
+        prompt_style=prompt_style,
         task=args.task,
-        chunk_questions=int(args.rollouts.get("chunk_questions", 8)),
+        chunk_questions=int(rollouts["chunk_questions"]),
         policy=answers["policy"],
     )
     frame = generate_rollouts(engine, questions, spec, cache_dir=args.cache_dir)
@@ -104,14 +105,18 @@ def cmd_label_accuracy(args) -> int:
     from concord.papers.core.figures import plot_label_accuracy
     from concord.reporting import write_table
 
+    from concord.config import resolve
+
+    analysis = resolve("analysis", args.analysis)
+    consensus = resolve("consensus", args.consensus)
     groups = load_groups(args.rollouts)
     policy, task = load_answer_policy(args.rollouts)
     n_max = min(len(g["answers"]) for g in groups)
-    n_values = args.analysis.get("n_values") or default_n_values(n_max)
+    n_values = analysis.get("n_values") or default_n_values(n_max)
     n_values = sorted({n for n in n_values if n <= n_max} | {n_max})
     summary = label_accuracy_curve(
-        groups, class_correctness(groups, policy, task), n_values, int(args.analysis.get("n_subsamples", 50)), args.seed,
-        consensus=args.consensus,
+        groups, class_correctness(groups, policy, task), n_values, int(analysis["n_subsamples"]), args.seed,
+        consensus=consensus,
     )
     # Accuracies in percent, as in every concord table (the curve itself is computed in [0, 1]).
     percent = summary.assign(**{c: 100 * summary[c] for c in ("mean", "std", "lo", "hi")})
@@ -127,10 +132,13 @@ def cmd_recovery(args) -> int:
     from concord.io import write_json, write_text
     from concord.reporting import write_csv
 
+    from concord.config import resolve
+
+    consensus = resolve("consensus", args.consensus)
     groups = load_groups(args.rollouts)
     policy, task = load_answer_policy(args.rollouts)
-    diag = diagnose(groups, class_correctness(groups, policy, task), args.consensus)
-    summary = recovery_summary(diag, tau=float(args.consensus.get("tau", 0.25)))
+    diag = diagnose(groups, class_correctness(groups, policy, task), consensus)
+    summary = recovery_summary(diag, tau=float(consensus["tau"]))
     summary["provenance"] = provenance.record(step="recovery", config={"consensus": args.consensus}, inputs=[args.rollouts],
                                               answers={"policy": policy, "task": task})
     write_csv(diag, args.questions_out)
