@@ -32,7 +32,6 @@ class Script:
 
     def kind(self, messages):
         system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-        user = messages[-1]["content"]
         exact = {prompts.TEXTGRAD_EVAL_SYSTEM: "tg_loss", prompts.TEXTGRAD_CODE_EVAL_SYSTEM: "tg_loss",
                  prompts.TEXTGRAD_BACKWARD_SYSTEM: "tg_backward", prompts.TEXTGRAD_OPTIMIZER_SYSTEM: "tg_step",
                  prompts.JUDGE_SYSTEM: "judge", prompts.GOA_NODE_SYSTEM: "goa_node",

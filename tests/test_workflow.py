@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]

@@ -105,3 +105,20 @@ def load_config(path: str | os.PathLike, schema: str | os.PathLike | None = SCHE
     if schema and Path(schema).is_file():
         validate(config, str(schema), set_default=True)
     return config
+
+
+def config_from_cli(config_json: str | None, config_path: str | os.PathLike | None,
+                    schema: str | os.PathLike | None = SCHEMA_PATH) -> dict:
+    """The workflow config a command was given: ``--config-json`` (what a rule passes) or
+    ``--config`` (a YAML file, validated as the Snakefile does)."""
+    import json
+
+    if config_json is not None:
+        try:
+            config = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"--config-json is not valid JSON: {exc.msg}") from None
+        if not isinstance(config, dict):
+            raise SystemExit("--config-json must be a JSON object (the workflow config)")
+        return config
+    return load_config(config_path, schema)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from concord.io import atomic_path, save_figure, write_text
+from concord.io import atomic_path, write_text
 
 
 

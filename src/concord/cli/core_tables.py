@@ -8,12 +8,11 @@ Both commands read the workflow config (``--config-json`` from a Snakemake rule,
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
 from concord.config import SCHEMA_PATH as DEFAULT_SCHEMA
-from concord.config import load_config
+from concord.config import config_from_cli
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +26,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
-    if args.config_json is not None:
-        try:
-            config = json.loads(args.config_json)
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"--config-json is not valid JSON: {exc.msg}") from None
-        if not isinstance(config, dict):
-            raise SystemExit("--config-json must be a JSON object")
-        return config
-    return load_config(args.config, args.schema)
+    return config_from_cli(args.config_json, args.config, args.schema)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

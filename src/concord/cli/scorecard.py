@@ -17,17 +17,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 def _config(args: argparse.Namespace) -> dict:
-    if args.config_json is not None:
-        try:
-            config = json.loads(args.config_json)
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"--config-json is not valid JSON: {exc.msg}") from None
-        if not isinstance(config, dict):
-            raise SystemExit("--config-json must be a JSON object (the workflow config)")
-        return config
-    from concord.config import load_config
+    from concord.config import config_from_cli
 
-    return load_config(args.config)
+    return config_from_cli(args.config_json, args.config)
 
 
 def run_scorecard(args: argparse.Namespace) -> int:

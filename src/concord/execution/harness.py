@@ -52,7 +52,6 @@ from __future__ import annotations
 import ast
 import builtins
 import ctypes
-import errno
 import faulthandler
 import fractions
 import io

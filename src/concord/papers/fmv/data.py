@@ -26,6 +26,7 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from concord.io import read_jsonl
 from concord.papers.fmv.extract import helper_source
 
 log = logging.getLogger(__name__)
@@ -266,14 +267,7 @@ def read_lcb_records(path: str | Path) -> list[dict]:
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
         return json.loads(text)
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-    return rows
+    return read_jsonl(path)
 
 
 def lcb_record(row: dict) -> dict:

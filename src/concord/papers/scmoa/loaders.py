@@ -37,6 +37,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from concord.io import read_jsonl
+
 LETTERS = "ABCDEFGHIJ"
 
 #: Benchmark sizes the SC-MoA paper prints (Section 5, Appendices A, B, D).
@@ -115,14 +117,7 @@ def _rows(path: Path) -> list[dict]:
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of records")
         return data
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-    return rows
+    return read_jsonl(path)
 
 
 def _require(row: dict, keys: Iterable[str], where: str) -> None:
