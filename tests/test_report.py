@@ -33,7 +33,7 @@ def toy_config() -> dict:
     fmv["benchmarks"]["humaneval"] = {"source": "humaneval", "n_questions": 2, "max_inputs": 2}
     fmv["sampling"].update(n=2, max_new_tokens=16)
     fmv["analysis"].update(n_values=[1, 2], n_subsamples=2, n_resamples=100)
-    fmv["ttrl"].update(table1_n_vote={"fmv": 2, "fmv_pointwise": 2}, table2_n_vote=[2])
+    fmv["ttrl"].update(enabled=True, table1_n_vote={"fmv": 2, "fmv_pointwise": 2}, table2_n_vote=[2])
     fmv["ttrl"]["training"].update(max_completion_length=8)
     scmoa = config["scmoa"]
     scmoa["sampling"] = {**scmoa.get("sampling", {}), "max_tokens": 8}
