@@ -268,3 +268,22 @@ def test_mean_at_k():
     assert mean_at_k([[True, False], [True, True], [False, False]]) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         mean_at_k([])
+
+
+def test_trl_private_methods_concord_overrides_keep_their_shape():
+    """ConsensusGRPOTrainer overrides two private TRL methods; a TRL upgrade that changes them
+    must fail here, not in the middle of a training job."""
+    import ast
+    import inspect
+    import textwrap
+
+    from trl import GRPOTrainer
+
+    assert list(inspect.signature(GRPOTrainer._generate).parameters) == ["self", "prompts"]
+    assert list(inspect.signature(GRPOTrainer._generate_and_score_completions).parameters) == ["self", "inputs"]
+    # _generate returns an 8-tuple (prompt_ids, completion_ids, tool_mask, completions, logprobs,
+    # extra_fields, images, tool_images): every return statement of TRL's method has 8 elements.
+    tree = ast.parse(textwrap.dedent(inspect.getsource(GRPOTrainer._generate)))
+    returns = [n.value for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None]
+    assert returns and all(isinstance(r, ast.Tuple) and len(r.elts) == 8 for r in returns), ast.dump(returns[0])
+

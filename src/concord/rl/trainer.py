@@ -62,6 +62,9 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         return self._generate_with_confidence(prompts)
 
     # -- 1. confidence ------------------------------------------------------------------------
+    # Maintenance note: this unpacks the 8-tuple TRL 1.16's private ``GRPOTrainer._generate(prompts)``
+    # returns; tests/test_rl.py::test_trl_private_methods_concord_overrides_keep_their_shape fails
+    # in pytest (not mid-training) when a TRL upgrade changes it.
     def _generate_with_confidence(self, prompts: list):
         (prompt_ids, completion_ids, tool_mask, completions, logprobs,
          extra_fields, images, tool_images) = super()._generate(prompts)
