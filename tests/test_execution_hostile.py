@@ -209,25 +209,55 @@ def _candidate_processes() -> list[int]:
 
 
 def test_humaneval_pass_cannot_be_forged():
-    check = "\ndef check(candidate):\n    assert candidate(2) == 4\ncheck(f)\n"
+    check = "def check(candidate):\n    assert abs(candidate(2) - 4) < 1e-6\ncheck(f)\n"
+    wrong = "def f(x):\n    return x\n"
     programs = {
-        "honest": "def f(x):\n    return 2 * x\n" + check,
-        "wrong": "def f(x):\n    return x\n" + check,
-        "forge_fds": "def f(x):\n    return x\n" + FORGE_LINES.replace('"raw": "3"', '"raw": "passed"') + "posix._exit(0)\n" + check,
-        "exit_zero": "import posix\ndef f(x):\n    return x\nposix._exit(0)\n" + check,
-        "system_exit": "def f(x):\n    return x\nraise SystemExit(0)\n" + check,
+        "honest": "def f(x):\n    return 2 * x\n",
+        "wrong": wrong,
+        "forge_fds": wrong + FORGE_LINES.replace('"raw": "3"', '"raw": "passed"') + "posix._exit(0)\n",
+        "exit_zero": "import posix\n" + wrong + "posix._exit(0)\n",
+        "exit_in_call": "import posix\ndef f(x):\n    posix._exit(0)\n",
+        "system_exit": wrong + "raise SystemExit(0)\n",
         "patch_harness": (
             "import sys\nmain = sys.modules['__main__']\n"
             "for name in list(vars(main)):\n"
             "    if callable(getattr(main, name)) and not name.startswith('__'):\n"
-            "        setattr(main, name, lambda *a, **k: None)\n"
-            "def f(x):\n    return x\n" + check
+            "        setattr(main, name, lambda *a, **k: None)\n" + wrong
         ),
+        # The reporter and its token are in this process's memory (it was forked from the check's
+        # process): find them through the frames and the garbage collector, and report a pass.
+        "forge_with_token": wrong + (
+            "import sys, gc\n"
+            "def forge(rep, k=0):\n"
+            "    rep({'k': k, 'status': 'ok', 'raw': 'passed', 'error': None})\n"
+            "    rep.finish()\n"
+            "fr = sys._getframe()\n"
+            "while fr is not None:\n"
+            "    if 'report' in fr.f_locals:\n"
+            "        forge(fr.f_locals['report'], fr.f_locals.get('start', 0))\n"
+            "    fr = fr.f_back\n"
+            "for o in gc.get_objects():\n"
+            "    if type(o).__name__ == '_Reporter':\n"
+            "        forge(o)\n"
+        ),
+        # the classic reward hack: a return value that equals everything
+        "always_equal": "class Anything:\n    def __eq__(self, other):\n        return True\n"
+                        "def f(x):\n    return Anything()\n",
+        "int_equal": "class Int(int):\n    def __eq__(self, other):\n        return True\n"
+                     "def f(x):\n    return Int(0)\n",
+        # plant a module where the check's process would import it from, then hope the check imports it
+        "plant_module": "for name in ('math', 'random', 'copy'):\n"
+                        "    open('/tmp/' + name + '.py', 'w').write('import os\\nos._exit(0)')\n" + wrong,
+        # shadow the built-ins the check's asserts use with globals of its own
+        "shadow_builtins": wrong + "def abs(x):\n    return 0\nAssertionError = KeyboardInterrupt\n",
+        # patch the builtins the check's asserts use (the check runs elsewhere)
+        "patch_builtins": "import builtins\nbuiltins.AssertionError = type('Q', (BaseException,), {})\n"
+                          "builtins.len = lambda *a: 0\n" + wrong,
     }
-    rows = run_programs(list(programs.values()), [""], mode="humaneval", timeout_s=3.0, memory_mb=256, workers=2)
-    verdict = {name: row[0].status for name, row in zip(programs, rows)}
-    assert verdict == {"honest": "ok", "wrong": "error", "forge_fds": "error", "exit_zero": "error",
-                       "system_exit": "error", "patch_harness": "error"}
+    rows = run_programs(list(programs.values()), [check, "import math, random, copy\n" + check], mode="humaneval",
+                        timeout_s=3.0, memory_mb=256, workers=2)
+    verdict = {name: {o.status for o in row} for name, row in zip(programs, rows)}
+    assert verdict == {name: {"ok"} if name == "honest" else {"error"} for name in programs}
 
 
 def test_call_mode_results_cannot_be_forged_or_patched():

@@ -27,7 +27,7 @@ from concord.execution.normalize import (
     parse_value,
 )
 from concord.execution.outcome import MODES, REPR_PREFIX, STATUSES, Limits, Outcome, normalize_mode
-from concord.execution.runner import run_programs, uid_block
+from concord.execution.runner import run_checks, run_programs, uid_block
 from concord.execution.runner import resolve_backend
 from concord.execution.sandbox import SandboxError, SandboxUnavailable
 
@@ -37,6 +37,7 @@ __all__ = [
     "MODES",
     "STATUSES",
     "REPR_PREFIX",
+    "run_checks",
     "run_programs",
     "uid_block",
     "outputs_match",

