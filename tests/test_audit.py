@@ -158,6 +158,9 @@ def test_params_change_is_described_by_config_key():
     new = ["'{\"n\": 4, \"temperature\": 1.0}'", "'synthetic'"]
     assert audit.describe_params_change(old, new) == "n: 8 -> 4"
     assert audit.describe_params_change(["'a'"], ["'b'"]) == '(value): "a" -> "b"'
+    # a scalar param takes its rule's name for it (Snakemake records values only)
+    assert audit.describe_params_change(["500", "'x'"], ["400", "'x'"], names={"400": "n_resamples"}) == \
+        "n_resamples: 500 -> 400"
 
 
 def _cli(*args, cwd) -> subprocess.CompletedProcess:

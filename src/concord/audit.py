@@ -377,6 +377,7 @@ class PlannedOutput:
     input_set: tuple[str, ...]
     software_stack_hash: str | None
     temp: bool
+    param_names: tuple[tuple[str, str], ...] = ()  # (serialized value, the rule's name for it)
 
 
 @dataclass
@@ -451,6 +452,13 @@ def plan(
             outputs = {}
             for job in dag.jobs:
                 code = persistence._code(job.rule)
+                # Snakemake records params as sorted serialized values, without their names;
+                # keep the names so a changed scalar is reported as "n_resamples: 500 -> 400".
+                names = []
+                for name, value in job.params.items():
+                    serialized = persistence._serialize_param(value)
+                    if isinstance(serialized, str):
+                        names.append((serialized, name))
                 planned = PlannedOutput(
                     rule=job.rule.name,
                     params=tuple(persistence._params(job)),
@@ -458,6 +466,7 @@ def plan(
                     input_set=tuple(str(p) for p in persistence._input(job)),
                     software_stack_hash=persistence._software_stack_hash(job),
                     temp=False,
+                    param_names=tuple(names),
                 )
                 for f in job.output:
                     outputs[str(f)] = PlannedOutput(**{**planned.__dict__, "temp": bool(f.is_temp)})
@@ -544,17 +553,25 @@ def _leaves(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix or "(value)": value}
 
 
-def describe_params_change(old: Iterable[str], new: Iterable[str], limit: int = 3) -> str:
-    """Which config values differ between two Snakemake params lists, as ``key: old -> new``."""
+def describe_params_change(old: Iterable[str], new: Iterable[str], limit: int = 3,
+                           names: Mapping[str, str] | None = None) -> str:
+    """Which config values differ between two Snakemake params lists, as ``key: old -> new``.
+    ``names`` maps a serialized new value to its param name (Snakemake records none); one value
+    replaced by one other takes that name on both sides."""
     old, new = list(old), list(new)
+    names = dict(names or {})
     gone = [p for p in old if p not in new]
     came = [p for p in new if p not in old]
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
+    def leaves(param: str, name: str) -> dict[str, Any]:
+        value = _literal(param)  # a mapping names its own keys (the config section's)
+        return _leaves(value, "" if isinstance(value, Mapping) else name)
+
     for p in gone:
-        before.update(_leaves(_literal(p)))
+        before.update(leaves(p, names.get(came[0], "") if len(gone) == len(came) == 1 else ""))
     for p in came:
-        after.update(_leaves(_literal(p)))
+        after.update(leaves(p, names.get(p, "")))
     keys = sorted(k for k in set(before) | set(after) if before.get(k, "<absent>") != after.get(k, "<absent>"))
     shown = [f"{k}: {json.dumps(before.get(k, '<absent>'), default=str)} -> {json.dumps(after.get(k, '<absent>'), default=str)}"
              for k in keys[:limit]]
@@ -568,7 +585,8 @@ def _plan_reasons(entry: Mapping, planned: PlannedOutput) -> list[str]:
     if entry.get("rule") and planned.rule != entry["rule"]:
         reasons.append(f"now produced by rule {planned.rule} (recorded: {entry['rule']})")
     if entry.get("params") is not None and sorted(entry["params"]) != sorted(planned.params):
-        reasons.append(f"config changed ({describe_params_change(entry['params'], planned.params)})")
+        change = describe_params_change(entry["params"], planned.params, names=dict(planned.param_names))
+        reasons.append(f"config changed ({change})")
     if entry.get("code_sha256") and planned.code_sha256 and entry["code_sha256"] != planned.code_sha256:
         reasons.append(f"code of rule {planned.rule} changed")
     if entry.get("input_set") is not None and sorted(entry["input_set"]) != sorted(planned.input_set):
