@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import concord
+from concord import hardware
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,5 +136,6 @@ def record(
         "config_hash": config_hash(config) if config is not None else None,
         "inputs": {str(p): sha256_path(p) for p in inputs},
         "python": platform.python_version(),
+        "processor": hardware.processor(),
         **extra,
     }
