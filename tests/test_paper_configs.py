@@ -60,7 +60,8 @@ def test_ttrl_setup_resolves_into_trl_field_by_field(benchmark):
     # ppo_mini_batch_size=1 prompt: 8 optimiser updates per generation step, each on 32 kept roll-outs.
     assert settings["steps_per_generation"] // settings["gradient_accumulation_steps"] == 8
     assert layout.kept_per_process() == [32] * processes
-    per_update = layout.kept_per_process()[0] // settings["steps_per_generation"] * processes
+    per_update = (layout.kept_per_process()[0] // settings["steps_per_generation"]
+                  * settings["gradient_accumulation_steps"] * processes)
     assert per_update == 32  # one prompt's worth of trained roll-outs per update, as verl's mini-batch
     # episodes: 80 AIME (30 questions -> 3 steps an epoch), 30 AMC (83 -> 10); TRL counts updates.
     assert steps == {"aime2024": 80 * 3, "amc": 30 * 10}[benchmark]
@@ -69,14 +70,24 @@ def test_ttrl_setup_resolves_into_trl_field_by_field(benchmark):
     assert settings["beta"] == 0.001
     # optim.lr=5e-7, warmup_style cosine, lr_warmup_steps_ratio 0.03; verl's AdamW weight decay 0.01.
     assert settings["learning_rate"] == 5e-7 and settings["lr_scheduler_type"] == "cosine"
-    assert settings["warmup_steps"] == 0.03 and settings["weight_decay"] == 0.01
+    # verl: int(0.03 x total steps) whole warm-up steps (rounded down: AIME 7 of 240, AMC 9 of 300),
+    # in TRL's updates; the schedule itself is read per step (ConsensusGRPOTrainer.create_scheduler).
+    assert settings["warmup_steps"] == {"aime2024": 7, "amc": 9}[benchmark] * 8 and settings["weight_decay"] == 0.01
     # rollout.temperature=1.0 (top-p 1), 3072 response tokens, max_model_len = prompt + response.
     assert settings["temperature"] == 1.0 and settings["top_p"] == 1.0
     assert settings["max_completion_length"] == 3072
     assert settings["vllm_max_model_length"] == 1024 + 3072
-    # clip_ratio 0.2 both ways, token-mean loss, one PPO epoch, GRPO group normalisation.
-    assert settings["epsilon"] == 0.2 and settings["epsilon_high"] is None
-    assert settings["loss_type"] == "dapo" and settings["num_iterations"] == 1 and settings["scale_rewards"] == "group"
+    # clip_ratio 0.2 both ways, dual-clip clip_ratio_c 3.0 (TRL delta), one PPO epoch, GRPO group
+    # normalisation; the k3 KL without TRL's importance-ratio factor (verl's low_var_kl has none).
+    assert settings["epsilon"] == 0.2 and settings["epsilon_high"] is None and settings["delta"] == 3.0
+    assert settings["use_bias_correction_kl"] is False
+    assert settings["num_iterations"] == 1 and settings["scale_rewards"] == "group"
+    # loss_agg_mode token-mean per micro-batch (ppo_micro_batch_size_per_gpu=2), divided by the
+    # micro-batches of an update (2 = 4 roll-outs per GPU per mini-batch / 2): TRL's bnpo with
+    # 2 kept roll-outs per micro-batch and 2 micro-batches per update.
+    assert settings["loss_type"] == "bnpo" and settings["gradient_accumulation_steps"] == 2
+    kept_per_micro_batch = layout.kept_per_process()[0] // settings["steps_per_generation"]
+    assert kept_per_micro_batch == 2
     # bf16 on the node, vLLM colocated (rollout.name=vllm) without TRL's IS correction (verl has none).
     assert settings["bf16"] and settings["model_init_kwargs"] == {"dtype": "bfloat16"}
     assert settings["use_vllm"] and settings["vllm_mode"] == "colocate"
@@ -93,8 +104,9 @@ def test_trl_accepts_the_resolved_settings():
     cpu = {**settings, "bf16": False, "use_cpu": True, "use_vllm": False, "vllm_max_model_length": None,
            "model_init_kwargs": {"dtype": "float32"}}
     args = GRPOConfig(**cpu)
-    assert args.steps_per_generation == 8 and args.beta == 0.001 and args.weight_decay == 0.01
-    assert args.generation_batch_size == settings["per_device_train_batch_size"] * 1 * 8  # one process here
+    assert args.steps_per_generation == 16 and args.beta == 0.001 and args.weight_decay == 0.01
+    assert args.generation_batch_size == settings["per_device_train_batch_size"] * 1 * 16  # one process here
+    assert args.delta == 3.0 and args.use_bias_correction_kl is False and args.loss_type == "bnpo"
 
 
 def _combos():

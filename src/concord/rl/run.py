@@ -34,7 +34,7 @@ from concord.config import resolve_section
 from concord.rl.checkpoints import RunLog, last_complete_checkpoint
 from concord.rl.publish import publish_model
 from concord.rl.rewards import GOLD_FIELDS
-from concord.rl.settings import grpo_config, job_layout, resolve_dtype, resolve_training, total_steps
+from concord.rl.settings import arm_training, grpo_config, job_layout, resolve_dtype, resolve_training, total_steps
 from concord.rl.validation import (
     EarlyStopping,
     TrainingMonitor,
@@ -124,7 +124,8 @@ def train(
         out_dir: the declared output: model (safetensors, training dtype), tokenizer,
             ``log.jsonl``, ``groups.jsonl``, ``validation.csv``, ``provenance.json``.
         checkpoint_dir: resumable checkpoints and logs, outside the declared outputs.
-        arm: reward arm (``concord.rl.rewards`` registry: majority, ec, cisc, core, fmv, ...).
+        arm: reward arm (``concord.rl.rewards`` registry: majority, ec, cisc, core, fmv, ...), or
+            ``zero_update``: the control at learning rate 0 (``concord.rl.settings.arm_training``).
         seed: training seed (also seeds validation sampling).
         training, consensus, evaluation: config sections (``consensus`` goes to the scorer as its
             parameters; ``evaluation`` sets validation sampling).
@@ -146,6 +147,7 @@ def train(
     from concord.rl.trainer import ConsensusGRPOTrainer
 
     cfg, ev = resolve_training(training, evaluation)
+    cfg, reward_arm = arm_training(arm, cfg)
     cons = dict(consensus or {})
     policy = resolve_section("answers", answers)["policy"]
     hooks = get_task(task, policy)
@@ -173,7 +175,7 @@ def train(
 
     layout = job_layout(cfg, num_processes)
     args = grpo_config(cfg, layout, checkpoint_dir=checkpoint_dir, seed=seed, max_steps=max_steps, on_gpu=on_gpu)
-    reward = ConsensusReward(arm, layout.n_vote, cons, answer_policy=policy, task=task)
+    reward = ConsensusReward(reward_arm, layout.n_vote, cons, answer_policy=policy, task=task)
     run_log = RunLog(checkpoint_dir)
     resume = last_complete_checkpoint(checkpoint_dir)
     if resume is None:
@@ -222,7 +224,8 @@ def train(
             step=provenance_step, seed=int(seed), inputs=[questions_path],
             config=dict(provenance_config or {"training": cfg, "consensus": cons, "arm": arm, "task": task,
                                               "prompt_style": prompt_style, "answers": {"policy": policy}}),
-            model=str(model_dir), arm=arm, steps=steps_done, max_steps=max_steps, dtype=dtype,
+            model=str(model_dir), arm=arm, reward_arm=reward_arm, learning_rate=float(cfg["learning_rate"]),
+            steps=steps_done, max_steps=max_steps, dtype=dtype,
             updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),
             train_questions=len(train_questions), validation_questions=len(monitor.val_questions),
             resumed_from=str(resume) if resume else None, train_seconds=round(elapsed, 1), num_processes=num_processes,

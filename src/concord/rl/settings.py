@@ -11,6 +11,12 @@ from typing import Any, Mapping
 
 from concord.config import resolve_section
 
+#: The control arm: the base model through the whole training path (roll-outs, Majority's
+#: rewards, TRL's updates, saving) at learning rate 0. Its weights equal the base model's, so its
+#: evaluation must reproduce Base exactly; any difference is a bug of the path, not a result.
+ZERO_UPDATE_ARM = "zero_update"
+ZERO_UPDATE_REWARD = "majority"
+
 
 def total_steps(n_questions: int, training: Mapping[str, Any], benchmark: str | None = None) -> int:
     """Training steps (generation rounds): ``max_steps`` when set, else epochs x full steps per
@@ -34,6 +40,14 @@ def resolve_training(training: Mapping[str, Any] | None, evaluation: Mapping[str
     return cfg, ev
 
 
+def arm_training(arm: str, cfg: Mapping[str, Any]) -> tuple[dict, str]:
+    """(training settings, reward arm) of ``arm``: every arm trains with its own reward at the
+    configured learning rate, except the zero-update control (learning rate 0, Majority's rewards)."""
+    if arm != ZERO_UPDATE_ARM:
+        return dict(cfg), arm
+    return {**cfg, "learning_rate": 0.0}, ZERO_UPDATE_REWARD
+
+
 def job_layout(cfg: Mapping[str, Any], num_processes: int):
     """The checked batch layout of a job of ``num_processes`` processes (one per GPU)."""
     from concord.rl.batching import Layout, check_layout
@@ -45,6 +59,34 @@ def job_layout(cfg: Mapping[str, Any], num_processes: int):
 def resolve_dtype(cfg: Mapping[str, Any], on_gpu: bool) -> str:
     """The training dtype: the model is loaded, trained and saved in it (``auto``: bf16 on GPU)."""
     return cfg["dtype"] if cfg["dtype"] != "auto" else ("bfloat16" if on_gpu else "float32")
+
+
+def warmup_updates(cfg: Mapping[str, Any], max_steps: int, updates_per_step: int) -> int:
+    """Warm-up length in optimiser updates: verl's ``int(lr_warmup_steps_ratio x total_steps)``
+    whole steps (rounded down, so two steps at ratio 0.03 have none), times the updates per step.
+
+    transformers would round ``ratio x updates`` *up*: at two steps a one-update warm-up whose
+    only update runs at learning rate 0. verl also holds the rate for a whole step (its scheduler
+    steps once per training step); :class:`concord.rl.trainer.ConsensusGRPOTrainer` does the same.
+    """
+    return int(float(cfg["warmup_ratio"]) * int(max_steps)) * int(updates_per_step)
+
+
+def dual_clip(cfg: Mapping[str, Any]) -> float | None:
+    """TRL's ``delta`` for verl's dual-clip bound ``clip_ratio_c`` (None: off).
+
+    For a negative advantage TRL's ``-min(min(r, delta) A, clip(r) A)`` equals verl's
+    ``min(-A c, max(-A r, -A clip(r)))`` (value and gradient) whenever ``delta > 1 + epsilon_high``;
+    for a positive advantage both reduce to the ordinary clipped surrogate.
+    """
+    c = cfg.get("dual_clip")
+    if c is None:
+        return None
+    high = cfg["epsilon_high"] if cfg["epsilon_high"] is not None else cfg["epsilon"]
+    if float(c) <= 1 + float(high):
+        raise ValueError(f"training.dual_clip={c} must exceed 1 + epsilon_high = {1 + float(high)}: "
+                         "a smaller bound would also clip the ordinary surrogate")
+    return float(c)
 
 
 def grpo_config(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.PathLike, seed: int, max_steps: int,
@@ -90,13 +132,16 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
         learning_rate=float(cfg["learning_rate"]),
         weight_decay=float(cfg["weight_decay"]),
         lr_scheduler_type=cfg["lr_scheduler"],
-        warmup_steps=float(cfg["warmup_ratio"]),  # transformers 5: a value < 1 is a ratio of the steps
+        warmup_steps=warmup_updates(cfg, max_steps, updates),
         max_steps=max_steps * updates,
         beta=float(cfg["beta"]),
         loss_type=cfg["loss_type"],
         scale_rewards=cfg["scale_rewards"],
         epsilon=float(cfg["epsilon"]),
         epsilon_high=float(cfg["epsilon_high"]) if cfg["epsilon_high"] is not None else None,
+        delta=dual_clip(cfg),
+        # verl's low_var_kl is not multiplied by the importance ratio (TRL 1.16's default is).
+        use_bias_correction_kl=bool(cfg["kl_bias_correction"]),
         num_iterations=int(cfg["num_iterations"]),
         mask_truncated_completions=bool(cfg["mask_truncated_completions"]),
         gradient_checkpointing=bool(cfg["gradient_checkpointing"]),
@@ -121,4 +166,5 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
     )
 
 
-__all__ = ["grpo_config", "grpo_settings", "job_layout", "resolve_dtype", "resolve_training", "total_steps"]
+__all__ = ["ZERO_UPDATE_ARM", "arm_training", "dual_clip", "grpo_config", "grpo_settings", "job_layout", "resolve_dtype", "resolve_training", "total_steps",
+           "warmup_updates"]

@@ -56,6 +56,38 @@ class ConsensusGRPOTrainer(GRPOTrainer):
             updates_per_generation=spg // ga,
         ))
 
+    # -- learning-rate schedule per TTRL step ---------------------------------------------------
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """transformers' schedule evaluated at whole TTRL steps, as verl's scheduler, which steps
+        once per training step: every update of a step runs at that step's rate.
+
+        ``num_training_steps`` and ``warmup_steps`` arrive in updates
+        (:func:`concord.rl.settings.warmup_updates` makes the warm-up whole steps); with one
+        update per step this is transformers' own schedule.
+        """
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler
+        from torch.optim.lr_scheduler import LambdaLR
+        from transformers import get_scheduler
+
+        optimizer = optimizer if optimizer is not None else self.optimizer
+        updates = self.layout.updates_per_generation
+        if num_training_steps % updates or self.args.get_warmup_steps(num_training_steps) % updates:
+            raise ValueError(f"{num_training_steps} updates with a warm-up of {self.args.get_warmup_steps(num_training_steps)} "
+                             f"are not whole steps of {updates} updates")
+        per_step = get_scheduler(
+            self.args.lr_scheduler_type, optimizer=optimizer,
+            num_warmup_steps=self.args.get_warmup_steps(num_training_steps) // updates,
+            num_training_steps=num_training_steps // updates, scheduler_specific_kwargs=self.args.lr_scheduler_kwargs,
+        )
+        if updates == 1:
+            self.lr_scheduler = per_step
+        else:
+            step_factors = per_step.lr_lambdas
+            self.lr_scheduler = LambdaLR(optimizer, [_at_step(f, updates) for f in step_factors])
+        self._created_lr_scheduler = True
+        return self.lr_scheduler
+
     # -- 0. generation on sharded parameters ------------------------------------------------------
     def _generate(self, prompts: list):
         mark_sharded_for_generation(self)
@@ -142,6 +174,16 @@ def mark_sharded_for_generation(trainer) -> None:
     """
     if is_sharded(trainer) and trainer._dist.is_fsdp:
         trainer.accelerator.unwrap_model(trainer.model_wrapped)._is_fsdp_managed_module = True
+
+
+def _at_step(factor, updates: int):
+    """A per-step LR factor read at update ``u`` as step ``u // updates``. A plain function, so
+    LambdaLR keeps it out of checkpoints (it saves the state of callable objects only)."""
+
+    def lr_factor(update: int) -> float:
+        return factor(update // updates)
+
+    return lr_factor
 
 
 def _mean_finite(values) -> float:
