@@ -66,11 +66,15 @@ CONFIG = {
 
 
 def write_grid(results: Path, grid=PAPER) -> None:
+    """One evaluation file per cell whose single question's accuracy is the printed value."""
     for (model, bench), arms in grid.items():
         for arm, values in arms.items():
             for seed, value in enumerate(values):
+                k = 1_000_000
+                n_correct = round(value / 100.0 * k)
                 io.write_json(tables.eval_path(results, model, bench, arm, seed),
-                              {"pass_at_1": value / 100.0, "k": 16, "per_question": []})
+                              {"pass_at_1": n_correct / k, "k": k,
+                               "per_question": [{"id": "q0", "n_correct": n_correct, "k": k, "answers": []}]})
 
 
 @pytest.fixture()
@@ -195,6 +199,10 @@ def test_subset_of_arms(tmp_path):
         (lambda r: io.write_json(r / "eval/mistral/aime/core/seed2.json", {"pass_at_1": 1.5}), ValueError, r"\[0, 1\]"),
         (lambda r: io.write_json(r / "eval/mistral/aime/core/seed2.json", {"pass_at_1": "high"}), ValueError, "number"),
         (lambda r: io.write_json(r / "eval/mistral/aime/core/seed2.json", {"k": 16}), ValueError, "pass_at_1"),
+        (lambda r: io.write_json(r / "eval/mistral/aime/core/seed2.json", {"pass_at_1": 0.5, "per_question": []}),
+         ValueError, "per_question"),
+        (lambda r: io.write_json(r / "eval/mistral/aime/core/seed2.json", {
+            "pass_at_1": 0.5, "per_question": [{"id": "q0", "n_correct": 1, "k": 4}]}), ValueError, "not the mean"),
     ],
 )
 def test_bad_evaluation_files_are_named(results, mutate, error, message):
@@ -260,3 +268,81 @@ def test_no_bold_when_every_arm_ties_and_one_seed_caption_has_no_spread(tmp_path
     md, tex = written[1].read_text(), written[2].read_text()
     assert "**+" not in md and "\\mathbf" not in tex
     assert "one seed" in md and "±" not in md and "\\pm" not in tex
+
+
+# ------------------------------------------------------------------ controls: paired tests, zero-update, identical models
+def _write_cell(results: Path, model: str, bench: str, arm: str, seed: int, correct: list[int], k: int = 4,
+                answers: list[list[str]] | None = None, sha: str | None = None) -> None:
+    per_question = [{"id": f"q{i}", "n_correct": c, "k": k, "answers": (answers or [[str(c)] * k] * len(correct))[i]}
+                    for i, c in enumerate(correct)]
+    io.write_json(tables.eval_path(results, model, bench, arm, seed), {
+        "pass_at_1": sum(c / k for c in correct) / len(correct), "k": k, "per_question": per_question,
+        "provenance": {"model_sha256": sha}})
+
+
+CONTROL_CONFIG = {**CONFIG, "benchmarks": {"aime": {}}, "seeds": [0, 1],
+                  "arms": ["majority", "cisc", "core", "zero_update"]}
+BASE = [0, 1, 2, 0, 4, 1, 0, 3, 2, 1, 0, 2, 1, 0, 4, 2, 1, 3, 0, 1]
+
+
+def _control_grid(results: Path, zero_differs: bool = False) -> None:
+    for seed in (0, 1):
+        _write_cell(results, "mistral", "aime", "base", seed, BASE)
+        zero = list(BASE) if not zero_differs else [min(4, c + 1) for c in BASE]
+        _write_cell(results, "mistral", "aime", "zero_update", seed, zero, sha=f"zero{seed}")
+        # Majority and CISC trained one model (same weights hash in every seed); CoRE its own.
+        _write_cell(results, "mistral", "aime", "majority", seed, [min(4, c + 1) for c in BASE], sha=f"same{seed}")
+        _write_cell(results, "mistral", "aime", "cisc", seed, [min(4, c + 1) for c in BASE], sha=f"same{seed}")
+        _write_cell(results, "mistral", "aime", "core", seed, [min(4, c + (i % 2)) for i, c in enumerate(BASE)],
+                    sha=f"core{seed}")
+
+
+def test_every_delta_carries_its_paired_interval_and_p_value(tmp_path):
+    from concord import stats
+
+    _control_grid(tmp_path / "r")
+    written = tables.make_table(CONTROL_CONFIG, "table3", tmp_path / "r", tmp_path / "out" / "table3")
+    table = pd.read_csv(written[0], keep_default_na=False)
+    row = table.iloc[0]
+    # The interval is scipy's paired bootstrap of the per-question differences, in points.
+    diffs = [25.0 * (min(4, c + (i % 2)) - c) for i, c in enumerate(BASE)]
+    _, lo, hi = stats.paired_bootstrap(diffs, [0.0] * len(diffs), n_resamples=2000, seed=0)
+    row = {k: (float(v) if k.startswith(("delta_", "p_")) else v) for k, v in row.items()}  # the mean row blanks p
+    assert (row["delta_core_lo"], row["delta_core_hi"]) == pytest.approx((lo, hi), abs=1e-6)
+    assert row["delta_core_lo"] <= row["delta_core"] <= row["delta_core_hi"]
+    assert row["p_core"] == pytest.approx(stats.sign_flip_test(diffs, n_resamples=2000, seed=0), abs=1e-6)
+    assert row["p_majority"] < 0.01 and row["p_core"] < 0.05  # both are real differences
+    # The zero-update control: Δ exactly 0, interval [0, 0], p = 1; never "best".
+    assert (row["delta_zero_update"], row["delta_zero_update_lo"], row["delta_zero_update_hi"]) == (0.0, 0.0, 0.0)
+    assert row["p_zero_update"] == 1.0 and "zero_update" not in row["best"]
+    md, tex = written[1].read_text(), written[2].read_text()
+    assert f"[{lo:+.1f}, {hi:+.1f}]" in md and "\\scriptsize" in tex
+    header = [c.strip() for c in md.split("\n\n", 1)[1].splitlines()[0].strip("|").split("|")]
+    assert header[3:5] == ["Base", "Zero-update"] and "Δ Zero-update" in header
+    # The Mean-Delta row has its own (stratified) interval; with one cell it is the cell's.
+    mean = table.iloc[-1]
+    assert (float(mean["delta_core_lo"]), float(mean["delta_core_hi"])) == pytest.approx((lo, hi), abs=1e-6)
+
+
+def test_zero_update_reproducing_base_and_identical_models_are_stated(tmp_path):
+    _control_grid(tmp_path / "r")
+    written = tables.make_table(CONTROL_CONFIG, "table3", tmp_path / "r", tmp_path / "out" / "table3")
+    table = pd.read_csv(written[0], keep_default_na=False)
+    assert table.iloc[0]["zero_update_equals_base"] in (True, "True")
+    assert table.iloc[0]["same_model_cisc"] == "majority" and table.iloc[0]["same_model_core"] == ""
+    md = written[1].read_text()
+    assert "reproduces Base exactly" in md
+    assert "CISC (≡ Majority) trained the same weights as Majority" in md and "(≡ Majority)" in md.split("\n\n", 1)[1]
+    assert "$\\equiv$" in written[2].read_text()
+
+    _control_grid(tmp_path / "bad", zero_differs=True)
+    written = tables.make_table(CONTROL_CONFIG, "table3", tmp_path / "bad", tmp_path / "out2" / "table3")
+    assert "Zero-update DIFFERS from Base on mistral/AIME" in written[1].read_text()  # unlabelled keys as-is
+    assert pd.read_csv(written[0], keep_default_na=False).iloc[0]["zero_update_equals_base"] in (False, "False")
+
+
+def test_an_arm_evaluated_on_other_questions_than_base_is_refused(tmp_path):
+    _control_grid(tmp_path / "r")
+    _write_cell(tmp_path / "r", "mistral", "aime", "core", 1, BASE[:-1])
+    with pytest.raises(ValueError, match="different questions|other questions"):
+        tables.make_table(CONTROL_CONFIG, "table3", tmp_path / "r", tmp_path / "out" / "table3")

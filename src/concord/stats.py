@@ -19,6 +19,8 @@ __all__ = [
     "wilcoxon",
     "mcnemar",
     "paired_bootstrap",
+    "bootstrap_mean_of_means",
+    "sign_flip_test",
     "bootstrap_se",
 ]
 
@@ -152,6 +154,56 @@ def paired_bootstrap(
         rng=_rng(seed),
     )
     return delta, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def bootstrap_mean_of_means(
+    samples: Sequence[Sequence[float]],
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence_level: float = 0.95,
+) -> tuple[float, float, float]:
+    """The mean over groups of each group's mean, with a stratified percentile bootstrap interval.
+
+    Each group (e.g. one table cell's per-question differences) is resampled on its own, so the
+    interval of a table's Mean-Delta row keeps every cell's questions in their cell. With one
+    group this is the ordinary bootstrap of that group's mean. Returns ``(estimate, lo, hi)``.
+    """
+    groups = [_vector(f"samples[{i}]", g) for i, g in enumerate(samples)]
+    if not groups or any(g.size == 0 for g in groups):
+        raise ValueError("bootstrap_mean_of_means needs at least one non-empty group")
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must lie strictly between 0 and 1, got {confidence_level!r}")
+    estimate = float(np.mean([g.mean() for g in groups]))
+    if all(g.size == 1 or np.all(g == g[0]) for g in groups):
+        return estimate, estimate, estimate  # nothing to resample: every resample is the data
+
+    def statistic(*resampled, axis=-1):
+        return np.mean([np.mean(r, axis=axis) for r in resampled], axis=0)
+
+    res = _sps.bootstrap(
+        tuple(groups), statistic, paired=False, vectorized=True, n_resamples=_resamples(n_resamples),
+        confidence_level=confidence_level, method="percentile", rng=_rng(seed),
+    )
+    return estimate, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def sign_flip_test(differences: Sequence[float], n_resamples: int = 10_000, seed: int = 0) -> float:
+    """Two-sided paired permutation (sign-flip) test that the mean paired difference is 0.
+
+    Under the null each pair's two members are exchangeable, so each difference keeps its size
+    and takes either sign (scipy's ``permutation_test``, ``permutation_type="samples"``; exact
+    when ``2**n <= n_resamples``). All-zero differences give p = 1.
+    """
+    d = _vector("differences", differences)
+    if d.size == 0:
+        raise ValueError("sign_flip_test needs at least one difference")
+    if np.all(d == 0) or d.size == 1:
+        return 1.0  # one difference: both of its signs are as extreme as the observed one
+    res = _sps.permutation_test(
+        (d,), lambda x, axis=-1: np.mean(x, axis=axis), permutation_type="samples", vectorized=True,
+        n_resamples=_resamples(n_resamples), alternative="two-sided", rng=_rng(seed),
+    )
+    return float(min(1.0, res.pvalue))
 
 
 def bootstrap_se(values: Sequence[float], n_resamples: int = 10_000, seed: int = 0) -> float:

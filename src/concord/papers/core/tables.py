@@ -1,9 +1,18 @@
 """Tables 1-3 of the paper: final pass@1 per (family, model, benchmark) and arm.
 
 Input: the evaluation JSONs ``eval/{model}/{benchmark}/{arm}/seed{seed}.json`` (key
-``pass_at_1`` in [0, 1]). Output: one row per (family, model, benchmark) with each arm's
-mean +/- std over seeds in percent, each RL arm minus Base (percentage points), the best
-improvement marked, and a final Mean-Delta row -- as CSV (numbers), Markdown and LaTeX.
+``pass_at_1`` in [0, 1], and ``per_question`` records). Output: one row per (family, model,
+benchmark) with each arm's mean +/- std over seeds in percent, each arm minus Base (percentage
+points) with a paired test beside it, the best improvement marked, and a final Mean-Delta row --
+as CSV (numbers), Markdown and LaTeX.
+
+Controls: every Delta carries a 95% paired bootstrap interval over questions (each question's
+accuracy, averaged over seeds, minus Base's on the same question; the Mean-Delta row resamples
+each cell's questions within the cell) and, in the CSV, a paired sign-flip permutation p-value
+(:mod:`concord.stats`, scipy). The zero-update arm (the training path at learning rate 0,
+``concord.rl.settings.ZERO_UPDATE_ARM``) is a column of its own, never "best"; the table says
+whether it reproduces Base sample for sample. Two arms whose trained weights hash the same in
+every seed are one model: the table names the later one as identical to the earlier.
 
 Which models go into which table is ``config["report"]["tables"]`` (table name -> model keys);
 a model's family is ``config["models"][key]["family"]``.
@@ -22,10 +31,15 @@ import pandas as pd
 
 from concord import io
 
-ARMS: tuple[str, ...] = ("base", "majority", "ec", "cisc", "core")
-ARM_LABELS: dict[str, str] = {"base": "Base", "majority": "Majority", "ec": "EC", "cisc": "CISC", "core": "CoRE"}
+ZERO_UPDATE = "zero_update"  # concord.rl.settings.ZERO_UPDATE_ARM (the shared layer's name)
+ARMS: tuple[str, ...] = ("base", ZERO_UPDATE, "majority", "ec", "cisc", "core")
+CONTROL_ARMS: tuple[str, ...] = (ZERO_UPDATE,)
+ARM_LABELS: dict[str, str] = {"base": "Base", ZERO_UPDATE: "Zero-update", "majority": "Majority", "ec": "EC",
+                              "cisc": "CISC", "core": "CoRE"}
 # The column sub-headings of the paper's tables.
-ARM_NOTES: dict[str, str] = {"base": "(no RL)", "majority": "(TTRL)", "ec": "(graph)", "cisc": "(conf.)", "core": "(ours)"}
+ARM_NOTES: dict[str, str] = {"base": "(no RL)", ZERO_UPDATE: "(lr 0)", "majority": "(TTRL)", "ec": "(graph)",
+                             "cisc": "(conf.)", "core": "(ours)"}
+CONFIDENCE_LEVEL = 0.95
 MEAN_ROW_LABEL = "Mean Δ vs. Base"
 DEFAULT_FIG5A_BENCHMARKS: tuple[str, ...] = ("math_l4", "math_l5")
 
@@ -149,7 +163,9 @@ def parse_eval_path(path: str | Path) -> dict:
 
 
 def load_eval(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per evaluation file: model, benchmark, arm, seed, pass_at_1 (fraction)."""
+    """One row per evaluation file: model, benchmark, arm, seed, pass_at_1 (fraction), the
+    per-question accuracies (``{question id: n_correct / k}``) and answers, and the hash of the
+    evaluated weights (``provenance.model_sha256``; None where not recorded)."""
     rows = []
     for path in paths:
         info = parse_eval_path(path)
@@ -162,12 +178,38 @@ def load_eval(paths: Iterable[str | Path]) -> pd.DataFrame:
             raise ValueError(f"{path}: 'pass_at_1' must be a number, got {value!r}")
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
             raise ValueError(f"{path}: 'pass_at_1' must lie in [0, 1], got {value!r}")
-        rows.append({**info, "pass_at_1": float(value), "path": str(path)})
-    frame = pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "pass_at_1", "path"])
+        accuracy, answers = _per_question(payload, path, float(value))
+        rows.append({**info, "pass_at_1": float(value), "path": str(path), "accuracy": accuracy, "answers": answers,
+                     "model_sha256": (payload.get("provenance") or {}).get("model_sha256")})
+    frame = pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "pass_at_1", "path", "accuracy", "answers",
+                                        "model_sha256"])
     dupes = frame[frame.duplicated(["model", "benchmark", "arm", "seed"], keep=False)]
     if not dupes.empty:
         raise ValueError(f"the same (model, benchmark, arm, seed) appears twice: {sorted(set(dupes['path']))}")
     return frame
+
+
+def _per_question(payload: Mapping, path, pass_at_1: float) -> tuple[dict[str, float], dict[str, list]]:
+    """``{id: n_correct / k}`` and ``{id: answers}``, checked against the file's own pass@1."""
+    records = payload.get("per_question")
+    if not isinstance(records, list) or not records:
+        raise ValueError(f"{path}: no 'per_question' records (the paired tests compare arms question by question)")
+    accuracy, answers = {}, {}
+    for r in records:
+        try:
+            qid, n_correct, k = str(r["id"]), r["n_correct"], r["k"]
+        except (KeyError, TypeError):
+            raise ValueError(f"{path}: a per_question record lacks id, n_correct or k: {r!r}") from None
+        if qid in accuracy:
+            raise ValueError(f"{path}: question {qid!r} appears twice in per_question")
+        if not (isinstance(k, int) and k >= 1 and isinstance(n_correct, int) and 0 <= n_correct <= k):
+            raise ValueError(f"{path}: question {qid!r} has n_correct={n_correct!r} of k={k!r}")
+        accuracy[qid] = n_correct / k
+        answers[qid] = list(r.get("answers") or [])
+    mean = sum(accuracy.values()) / len(accuracy)
+    if not math.isclose(mean, pass_at_1, rel_tol=0, abs_tol=1e-9):
+        raise ValueError(f"{path}: pass_at_1 {pass_at_1!r} is not the mean of its per_question accuracies ({mean!r})")
+    return accuracy, answers
 
 
 def summarise(frame: pd.DataFrame, ddof: int = 0) -> pd.DataFrame:
@@ -186,15 +228,101 @@ def summarise(frame: pd.DataFrame, ddof: int = 0) -> pd.DataFrame:
     return out
 
 
+# ------------------------------------------------------------------ controls
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """Each arm against Base per (model, benchmark), question by question.
+
+    ``cells[(model, benchmark, arm)]`` = (per-question differences in points, interval low,
+    high, p-value); ``mean[arm]`` = (low, high) of the Mean-Delta row; ``identical[(model,
+    benchmark, arm)]`` = the earlier arm whose weights hash the same in every seed;
+    ``zero_equals_base[(model, benchmark)]`` = whether the zero-update arm gave Base's answers to
+    every sample of every question in every seed.
+    """
+
+    cells: Mapping[tuple[str, str, str], tuple[np.ndarray, float, float, float]]
+    mean: Mapping[str, tuple[float, float]]
+    identical: Mapping[tuple[str, str, str], str]
+    zero_equals_base: Mapping[tuple[str, str], bool]
+    n_resamples: int
+    confidence_level: float = CONFIDENCE_LEVEL
+
+
+def _by_question(frame: pd.DataFrame, model: str, bench: str, arm: str) -> pd.DataFrame:
+    """(questions x seeds) accuracies of one cell."""
+    cell = frame[(frame["model"] == model) & (frame["benchmark"] == bench) & (frame["arm"] == arm)]
+    acc = pd.DataFrame({int(r.seed): r.accuracy for r in cell.itertuples()}).sort_index(axis=1)
+    if acc.empty or acc.isna().any().any():
+        raise ValueError(f"{model}/{bench}/{arm}: its seeds were evaluated on different questions")
+    return acc
+
+
+def compare_to_base(frame: pd.DataFrame, spec: TableSpec, n_resamples: int = 2000, seed: int = 0) -> Comparisons:
+    """Paired intervals and p-values of every arm minus Base, identical models, the zero-update check."""
+    from concord import stats
+
+    cells: dict = {}
+    identical: dict = {}
+    zero_equals_base: dict = {}
+    per_arm: dict[str, list[np.ndarray]] = {a: [] for a in spec.arms if a != "base"}
+    for model in spec.models:
+        for bench in spec.benchmarks:
+            base = _by_question(frame, model, bench, "base")
+            for arm in per_arm:
+                acc = _by_question(frame, model, bench, arm)
+                if set(acc.index) != set(base.index):
+                    raise ValueError(f"{spec.name}: {model}/{bench}/{arm} was evaluated on other questions than Base "
+                                     f"({len(set(acc.index) ^ set(base.index))} differ): the paired test needs the same ones")
+                d = 100.0 * (acc.loc[base.index].mean(axis=1) - base.mean(axis=1)).to_numpy()
+                _, lo, hi = stats.bootstrap_mean_of_means([d], n_resamples, seed, CONFIDENCE_LEVEL)
+                cells[(model, bench, arm)] = (d, lo, hi, stats.sign_flip_test(d, n_resamples, seed))
+                per_arm[arm].append(d)
+            identical.update(_identical_models(frame, model, bench, [a for a in spec.arms if a not in ("base",)]))
+            if ZERO_UPDATE in per_arm:
+                zero_equals_base[(model, bench)] = _same_answers(frame, model, bench, ZERO_UPDATE, "base")
+    mean = {arm: stats.bootstrap_mean_of_means(ds, n_resamples, seed, CONFIDENCE_LEVEL)[1:] for arm, ds in per_arm.items()}
+    return Comparisons(cells, mean, identical, zero_equals_base, int(n_resamples))
+
+
+def _identical_models(frame: pd.DataFrame, model: str, bench: str, arms: Sequence[str]) -> dict:
+    """Arms whose evaluated weights hash the same as an earlier arm's in every seed."""
+    hashes = {}
+    for arm in arms:
+        cell = frame[(frame["model"] == model) & (frame["benchmark"] == bench) & (frame["arm"] == arm)]
+        by_seed = tuple(sorted(zip(cell["seed"], cell["model_sha256"])))
+        if by_seed and all(h for _, h in by_seed):
+            hashes[arm] = by_seed
+    out = {}
+    for i, arm in enumerate(arms):
+        for earlier in arms[:i]:
+            if arm in hashes and hashes.get(earlier) == hashes[arm]:
+                out[(model, bench, arm)] = earlier
+                break
+    return out
+
+
+def _same_answers(frame: pd.DataFrame, model: str, bench: str, arm: str, other: str) -> bool:
+    def answers(a):
+        cell = frame[(frame["model"] == model) & (frame["benchmark"] == bench) & (frame["arm"] == a)]
+        return {int(r.seed): r.answers for r in cell.itertuples()}
+
+    return answers(arm) == answers(other)
+
+
 # ------------------------------------------------------------------ the table
 
 
-def build_table(summary: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
+def build_table(summary: pd.DataFrame, spec: TableSpec, comparisons: Comparisons | None = None) -> pd.DataFrame:
     """Numeric table: one row per (family, model, benchmark) plus the Mean-Delta row.
 
     Columns: family, model, benchmark, ``{arm}_mean``, ``{arm}_std``, ``{arm}_n`` for every
-    arm, ``delta_{arm}`` for every RL arm (arm minus Base, points), and ``best`` (the RL arm(s)
-    with the largest improvement, ties joined by ``|``).
+    arm, ``delta_{arm}`` for every arm but Base (arm minus Base, points), and ``best`` (the RL
+    arm(s) with the largest improvement, ties joined by ``|``; never a control). With
+    ``comparisons``: ``delta_{arm}_lo``/``_hi`` (paired bootstrap interval), ``p_{arm}``
+    (paired sign-flip test), ``same_model_{arm}`` (the earlier arm it is identical to, or empty)
+    and, with the zero-update arm, ``zero_update_equals_base``.
     """
     missing = [
         f"{m}/{b}/{a}" for m in spec.models for b in spec.benchmarks for a in spec.arms
@@ -202,7 +330,8 @@ def build_table(summary: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
     ]
     if missing:
         raise ValueError(f"{spec.name}: no evaluation results for {len(missing)} cell(s): {', '.join(missing[:10])}")
-    rl_arms = [a for a in spec.arms if a != "base"]
+    compared = [a for a in spec.arms if a != "base"]
+    rl_arms = [a for a in compared if a not in CONTROL_ARMS]
     if not rl_arms:
         raise ValueError(f"{spec.name}: no RL arm configured besides base")
     rows = []
@@ -214,14 +343,22 @@ def build_table(summary: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
                 row[f"{arm}_mean"] = float(cell["mean"])
                 row[f"{arm}_std"] = float(cell["std"])
                 row[f"{arm}_n"] = int(cell["n_seeds"])
-            for arm in rl_arms:
+            for arm in compared:
                 row[f"delta_{arm}"] = row[f"{arm}_mean"] - row["base_mean"]
+                if comparisons is not None:
+                    _, lo, hi, p = comparisons.cells[(model, bench, arm)]
+                    row[f"delta_{arm}_lo"], row[f"delta_{arm}_hi"], row[f"p_{arm}"] = lo, hi, p
+                    row[f"same_model_{arm}"] = comparisons.identical.get((model, bench, arm), "")
+            if comparisons is not None and ZERO_UPDATE in compared:
+                row["zero_update_equals_base"] = bool(comparisons.zero_equals_base[(model, bench)])
             row["best"] = _best(row, rl_arms)
             rows.append(row)
     table = pd.DataFrame(rows)
     mean_row: dict = {"family": "", "model": MEAN_ROW_LABEL, "benchmark": ""}
-    for arm in rl_arms:
+    for arm in compared:
         mean_row[f"delta_{arm}"] = float(table[f"delta_{arm}"].mean())
+        if comparisons is not None:
+            mean_row[f"delta_{arm}_lo"], mean_row[f"delta_{arm}_hi"] = comparisons.mean[arm]
     mean_row["best"] = _best(mean_row, rl_arms)
     table = pd.concat([table, pd.DataFrame([mean_row])], ignore_index=True)
     # Seed counts stay integers although the Mean-Delta row has none.
@@ -239,8 +376,9 @@ def _best(row: Mapping, rl_arms: Sequence[str]) -> str:
 
 
 def _display_frame(table: pd.DataFrame, spec: TableSpec, decimals: int, fmt: str) -> pd.DataFrame:
-    """Strings for Markdown/LaTeX: mean +/- std, signed deltas, best in bold, grouped rows."""
-    rl_arms = [a for a in spec.arms if a != "base"]
+    """Strings for Markdown/LaTeX: mean +/- std, signed deltas with their paired interval, best
+    in bold, identical models named, grouped rows."""
+    compared = [a for a in spec.arms if a != "base"]
     pm = " $\\pm$ " if fmt == "latex" else " ± "
     text = (lambda s: _latex_escape(s)) if fmt == "latex" else (lambda s: s)
 
@@ -250,6 +388,19 @@ def _display_frame(table: pd.DataFrame, spec: TableSpec, decimals: int, fmt: str
             # \textbf does not reach into math mode; \mathbf does (the paper's $\mathbf{+22.3}$).
             return f"$\\mathbf{{{v}}}$" if best else f"${v}$"
         return f"**{v}**" if best else v
+
+    def interval(row, arm: str) -> str:
+        lo, hi = row.get(f"delta_{arm}_lo"), row.get(f"delta_{arm}_hi")
+        if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+            return ""
+        span = f"[{lo:+.{decimals}f}, {hi:+.{decimals}f}]"
+        return f" {{\\scriptsize ${span}$}}" if fmt == "latex" else f" {span}"
+
+    def same(row, arm: str) -> str:
+        other = row.get(f"same_model_{arm}")
+        if not isinstance(other, str) or not other:
+            return ""
+        return f" (≡ {ARM_LABELS[other]})" if fmt != "latex" else f" ($\\equiv$ {_latex_escape(ARM_LABELS[other])})"
 
     out = []
     previous = (None, None)
@@ -273,10 +424,10 @@ def _display_frame(table: pd.DataFrame, spec: TableSpec, decimals: int, fmt: str
             value = f"{row[f'{arm}_mean']:.{decimals}f}"
             if int(row[f"{arm}_n"]) > 1:
                 value += f"{pm}{row[f'{arm}_std']:.{decimals}f}"
-            record[ARM_LABELS[arm]] = value
-        for arm in rl_arms:
+            record[ARM_LABELS[arm]] = value + ("" if is_mean else same(row, arm))
+        for arm in compared:
             header = f"$\\Delta_{{\\text{{{ARM_LABELS[arm]}}}}}$" if fmt == "latex" else f"Δ {ARM_LABELS[arm]}"
-            record[header] = signed(row[f"delta_{arm}"], arm in best)
+            record[header] = signed(row[f"delta_{arm}"], arm in best) + interval(row, arm)
         out.append(record)
     return pd.DataFrame(out)
 
@@ -306,7 +457,7 @@ def to_latex(table: pd.DataFrame, spec: TableSpec, decimals: int = 1, caption: s
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "Δ": r"$\Delta$",
-    "±": r"$\pm$",
+    "±": r"$\pm$", "≡": r"$\equiv$",
 }
 
 
@@ -319,25 +470,55 @@ def display_name(name: str) -> str:
     return f"Table {name[len('table'):]}" if _TABLE_NAME_RE.match(name) else name
 
 
-def caption_for(spec: TableSpec) -> str:
+def caption_for(spec: TableSpec, table: pd.DataFrame | None = None, comparisons: Comparisons | None = None) -> str:
     families = ", ".join(dict.fromkeys(spec.families[m] for m in spec.models))
     seeds = len(spec.seeds)
     # One seed has no spread to report: say so instead of a "± std" that is never shown.
     spread = "one seed" if seeds == 1 else f"mean ± std over {seeds} seeds"
-    return (
+    caption = (
         f"{families}. Final pass@1, {spread} (%). "
         "Δ columns are each arm minus the no-RL base (points); the largest per-row improvement is bold "
         "(none when every arm ties)."
     )
+    if comparisons is not None:
+        caption += (
+            f" Brackets: {round(100 * comparisons.confidence_level)}% paired bootstrap interval of Δ over questions "
+            f"({comparisons.n_resamples} resamples; each question's accuracy minus Base's on it, averaged over seeds; "
+            "the Mean-Δ row resamples within each row); an interval that contains 0 is not a difference. "
+            "The CSV adds a paired sign-flip permutation p-value (p_{arm})."
+        )
+    if table is not None and comparisons is not None:
+        caption += _control_notes(table, spec, comparisons)
+    return caption
 
 
-def write_table(table: pd.DataFrame, spec: TableSpec, stem: str | Path, decimals: int = 1) -> list[Path]:
+def _control_notes(table: pd.DataFrame, spec: TableSpec, comparisons: Comparisons) -> str:
+    """What the controls say: does the zero-update arm reproduce Base, which arms are one model."""
+    notes = ""
+    if ZERO_UPDATE in spec.arms:
+        differs = [f"{spec.label(m)}/{spec.label(b)}" for (m, b), same in comparisons.zero_equals_base.items() if not same]
+        notes += (" Zero-update (the training path at learning rate 0) reproduces Base exactly: the same answer to "
+                  "every sample of every question." if not differs else
+                  f" Zero-update DIFFERS from Base on {', '.join(differs)}: the training path itself changes the "
+                  "model there, so no Δ of that row can be read as an effect of the reward.")
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for (m, b, arm), other in comparisons.identical.items():
+        pairs.setdefault((other, arm), []).append(f"{spec.label(m)}/{spec.label(b)}")
+    for (other, arm), cells in pairs.items():
+        notes += (f" {ARM_LABELS[arm]} (≡ {ARM_LABELS[other]}) trained the same weights as {ARM_LABELS[other]} in every "
+                  f"seed on {', '.join(cells)} (identical weights hash): one model, not two results.")
+    return notes
+
+
+def write_table(table: pd.DataFrame, spec: TableSpec, stem: str | Path, decimals: int = 1,
+                comparisons: Comparisons | None = None) -> list[Path]:
     """Write ``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` atomically."""
     stem = Path(stem)
     csv_path, md_path, tex_path = (stem.with_suffix(s) for s in (".csv", ".md", ".tex"))
+    caption = caption_for(spec, table, comparisons)
     io.write_text(csv_path, table.to_csv(index=False, float_format="%.6f", lineterminator="\n"))
-    io.write_text(md_path, f"**{display_name(spec.name)}.** {caption_for(spec)}\n\n" + to_markdown(table, spec, decimals))
-    io.write_text(tex_path, to_latex(table, spec, decimals, caption=caption_for(spec)))
+    io.write_text(md_path, f"**{display_name(spec.name)}.** {caption}\n\n" + to_markdown(table, spec, decimals))
+    io.write_text(tex_path, to_latex(table, spec, decimals, caption=caption))
     return [csv_path, md_path, tex_path]
 
 
@@ -346,5 +527,7 @@ def make_table(config: Mapping, name: str, results_dir: str | Path, stem: str | 
     spec = table_spec(config, name)
     report = report_section(config)
     frame = load_eval(table_inputs(config, name, results_dir))
-    table = build_table(summarise(frame, ddof=int(report["std_ddof"])), spec)
-    return write_table(table, spec, stem, decimals=int(report["decimals"]))
+    boot = report["bootstrap"]
+    comparisons = compare_to_base(frame, spec, n_resamples=int(boot["n_resamples"]), seed=int(boot["seed"]))
+    table = build_table(summarise(frame, ddof=int(report["std_ddof"])), spec, comparisons)
+    return write_table(table, spec, stem, decimals=int(report["decimals"]), comparisons=comparisons)
