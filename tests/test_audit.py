@@ -142,6 +142,34 @@ def test_copied_tree_still_verifies(tree, tmp_path):
     assert audit.verify(copy).ok
 
 
+def test_a_tree_from_another_processor_is_named_as_such(tree, monkeypatch):
+    """Intact, current files made on another CPU (here: registered as an AVX-512 BF16 machine)
+    are neither clean nor stale: their own status, exit code and a line naming both processors."""
+    from concord import hardware
+
+    assert audit.verify(tree).exit_code() == audit.EXIT_OK  # made here
+    here = hardware.processor()
+    other = {**here, "cpu_model": "Other CPU 9000", "native_bf16": not here["native_bf16"],
+             "torch_cpu_capability": "AVX512" if here["torch_cpu_capability"] != "AVX512" else "AVX2"}
+    with monkeypatch.context() as there:
+        there.setattr(hardware, "processor", lambda: other)
+        io.write_json(tree / "eval/m/bench/core/seed0.json", {"pass_at_1": 0.5})  # rerun there: same bytes
+        audit.register([tree / "eval/m/bench/core/seed0.json"], rule="evaluate",
+                       inputs=[tree / "rollouts/m/bench/seed0.parquet"])
+        audit.write_manifest(tree, config={"n": 8})
+
+    report = audit.verify(tree)
+    assert report.ok and not report.stale and not report.modified
+    assert report.exit_code() == audit.EXIT_OTHER_PROCESSOR
+    assert report.other_processor == {audit._processor_label(other): ["eval/m/bench/core/seed0.json"]}
+    text = report.format()
+    assert "OTHER PROCESSOR: 1 artifact(s) produced on Other CPU 9000" in text and here["cpu_model"] in text
+    assert report.to_dict()["other_processor"]
+    # A modified file still outranks the processor: the tree differs from its record.
+    io.write_text(tree / "tables/table1.csv", "tampered\n")
+    assert audit.verify(tree).exit_code() == audit.EXIT_MODIFIED
+
+
 def test_register_errors_name_the_problem(tree):
     with pytest.raises(ValueError, match="not inside the results directory"):
         audit.register(["config.yaml"], rule="x")

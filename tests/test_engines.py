@@ -45,10 +45,13 @@ def test_same_seed_same_samples(engine):
     assert [g.token_logprobs for g in a[0]] != [g.token_logprobs for g in c[0]]
 
 
-def test_confidence_is_the_policy_log_probability(engine):
-    """c_i must be the raw model's log-probability of the sampled tokens (not the temperature/top-p
-    warped one): re-score the sampled tokens with one teacher-forced forward pass and compare."""
+def test_confidence_is_the_sampling_distributions_log_probability(engine):
+    """c_i is the log-probability of each sampled token under the distribution it was drawn from:
+    logits / temperature, renormalised over the top-p nucleus (vLLM's ``processed_logprobs``;
+    TRL's training forward at top-p 1). Re-score the sampled tokens with one teacher-forced
+    forward pass and compare; the raw-logit log-probability differs."""
     import torch
+    from transformers.generation.logits_process import TopPLogitsWarper
 
     params = SamplingParams(n=2, temperature=0.7, top_p=0.9, max_new_tokens=10, seed=3)
     prompt_ids = engine.tokenizer(engine.render(CONV), add_special_tokens=False, return_tensors="pt")["input_ids"]
@@ -56,10 +59,13 @@ def test_confidence_is_the_policy_log_probability(engine):
         new_ids = torch.tensor([gen.token_ids])
         ids = torch.cat([prompt_ids, new_ids], dim=1)
         with torch.no_grad():
-            logits = engine.model(ids).logits[0, prompt_ids.shape[1] - 1 : -1]
-        lps = torch.log_softmax(logits.float(), -1).gather(-1, new_ids[0].unsqueeze(-1)).squeeze(-1)
+            logits = engine.model(ids).logits[0, prompt_ids.shape[1] - 1 : -1].float()
+        warped = TopPLogitsWarper(0.9)(None, logits / 0.7)
+        lps = torch.log_softmax(warped, -1).gather(-1, new_ids[0].unsqueeze(-1)).squeeze(-1)
         assert torch.allclose(lps, torch.tensor(gen.token_logprobs), atol=1e-4)
         assert math.isclose(float(lps.mean()), gen.mean_logprob, abs_tol=1e-4)
+        raw = torch.log_softmax(logits, -1).gather(-1, new_ids[0].unsqueeze(-1)).squeeze(-1)
+        assert not torch.allclose(raw, lps, atol=1e-3)
 
 
 def test_greedy_is_deterministic_across_seeds(engine):

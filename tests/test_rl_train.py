@@ -117,6 +117,27 @@ def test_one_step_keeps_n_train_gates_advantages_and_scores_confidence(tiny, tmp
     torch.testing.assert_close(g2, 0.5 * g1, rtol=1e-4, atol=1e-7)
 
 
+def test_training_and_offline_confidences_of_the_same_text_agree(tiny, tmp_path):
+    """One definition of c_i: the confidence a reward sees in training (TRL's forward pass at the
+    training temperature) equals what an offline roll-out records (the HF engine's sampling
+    distribution) for the same tokens; at another temperature it does not."""
+    from concord.engines import SamplingParams, load_engine
+
+    _, model_dir = tiny
+    engine = load_engine("hf", model_dir, dtype="float32", batch_size=4, threads=1, progress=False)
+    conversation = build_train_dataset(QUESTIONS[:1], "instruct", "math")[0]["prompt"]
+    gens = engine.generate([conversation], SamplingParams(n=4, temperature=0.6, top_p=1.0, max_new_tokens=12, seed=0))[0]
+    prompt_ids = engine.tokenizer(engine.render(conversation), add_special_tokens=False)["input_ids"]
+    offline = np.array([g.mean_logprob for g in gens])
+
+    def training_confidence(temperature):
+        trainer, _, _ = _trainer(model_dir, tmp_path / f"ckpt{temperature}", "cisc", {"temperature": temperature})
+        return np.array(trainer._forward_confidence([prompt_ids] * len(gens), [g.token_ids for g in gens]))
+
+    np.testing.assert_allclose(training_confidence(0.6), offline, atol=1e-4)
+    assert np.abs(training_confidence(1.0) - offline).max() > 10 * 1e-4  # ten times the tolerance above
+
+
 # --------------------------------------------------------------------------- CLI runs
 def _cli(root, model_dir, questions, name, arm="core", training=None, launcher=None):
     results = root / "results"

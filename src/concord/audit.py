@@ -22,6 +22,10 @@ Snakemake lacks:
    Snakemake's API (:func:`plan`) -- artifacts whose rule, code, params (config subset), input
    set or software stack differ from the record; staleness then flows downstream along the
    recorded inputs. A removed intermediate (``temp()``) is reported as such, never as missing.
+   Every sidecar also records the processor the job ran on (:func:`concord.hardware.processor`:
+   CPU model, instruction set torch dispatched to, native bf16); a tree produced on another
+   processor is named as such (*other processor*, its own exit code), neither clean nor stale:
+   its files are intact, but a rerun here may print other numbers (README, "Auditing results").
 
 Exit codes of ``audit verify``: see :data:`EXIT_CODES`.
 """
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from concord import io, provenance
+from concord import hardware, io, provenance
 
 MANIFEST_DIR = ".manifest"
 MANIFEST_NAME = "manifest.json"
@@ -51,13 +55,15 @@ EXCLUDED_TOP_LEVEL = frozenset({MANIFEST_DIR, MANIFEST_NAME, "README.md", ".giti
                                 "benchmarks", "report.html"})
 RESULTS_ENV = "CONCORD_RESULTS_DIR"
 
-EXIT_OK, EXIT_CANNOT_VERIFY, EXIT_STALE, EXIT_MODIFIED, EXIT_UNTRACKED = 0, 2, 3, 4, 5
+EXIT_OK, EXIT_CANNOT_VERIFY, EXIT_STALE, EXIT_MODIFIED, EXIT_UNTRACKED, EXIT_OTHER_PROCESSOR = 0, 2, 3, 4, 5, 6
 EXIT_CODES = {
-    EXIT_OK: "verified: nothing missing, modified or stale",
+    EXIT_OK: "verified: nothing missing, modified or stale, produced on this processor",
     EXIT_CANNOT_VERIFY: "cannot verify (no or unreadable manifest, workflow does not plan, bad arguments)",
     EXIT_STALE: "stale only: every recorded artifact is intact, but inputs, config, code or env changed since",
     EXIT_MODIFIED: "missing or modified artifacts: the tree differs from its record",
     EXIT_UNTRACKED: "with --strict: files nobody registered",
+    EXIT_OTHER_PROCESSOR: ("intact and current, but produced on another processor (CPU model, instruction set or "
+                           "native bf16 differ): a rerun here may print other numbers"),
 }
 
 
@@ -157,6 +163,7 @@ def register(
             "inputs": input_records,
             "code_version": provenance.code_version(),
             "env": env,
+            "processor": hardware.processor(),
             "registered_at": time.time(),
         }
         written.append(io.write_json(sidecar_path(results, rel), entry))
@@ -308,6 +315,7 @@ def _manifest_entry(sidecar: dict, facts: WorkflowFacts, results: Path, workdir:
         "conda_env": _conda_env_entry(rule, record, facts, workdir),
         "code_version": sidecar.get("code_version"),
         "env": sidecar.get("env"),
+        "processor": sidecar.get("processor"),
         "started": record.starttime if record is not None else None,
         "finished": record.endtime if record is not None else sidecar.get("registered_at"),
         "snakemake_metadata": record is not None,
@@ -496,6 +504,10 @@ class AuditReport:
     unplanned: list[str] = field(default_factory=list)  # recorded, no longer produced by the workflow
     untracked: list[str] = field(default_factory=list)
     planned: bool = False
+    # artifacts produced on a processor other than this one: label of that processor -> paths
+    other_processor: dict[str, list[str]] = field(default_factory=dict)
+    no_processor: list[str] = field(default_factory=list)  # recorded before processors were
+    this_processor: str = ""
 
     @property
     def ok(self) -> bool:
@@ -506,6 +518,8 @@ class AuditReport:
             return EXIT_MODIFIED
         if self.stale or self.pending:
             return EXIT_STALE
+        if self.other_processor:
+            return EXIT_OTHER_PROCESSOR
         if strict and self.untracked:
             return EXIT_UNTRACKED
         return EXIT_OK
@@ -513,7 +527,9 @@ class AuditReport:
     def to_dict(self) -> dict:
         return {"checked": self.checked, "ok": self.ok, "planned": self.planned, "missing": self.missing,
                 "modified": self.modified, "stale": self.stale, "intermediate": self.intermediate,
-                "pending": self.pending, "unplanned": self.unplanned, "untracked": self.untracked}
+                "pending": self.pending, "unplanned": self.unplanned, "untracked": self.untracked,
+                "this_processor": self.this_processor, "other_processor": self.other_processor,
+                "no_processor": self.no_processor}
 
     def format(self, limit: int = 50) -> str:
         lines = [f"checked {self.checked} artifact(s): "
@@ -521,6 +537,11 @@ class AuditReport:
                  f"{len(self.untracked)} untracked, {len(self.intermediate)} intermediate removed"
                  + (f", {len(self.pending)} pending" if self.pending else "")
                  + ("" if self.planned else " (not re-planned: config/code changes not checked)")]
+        for label, paths in self.other_processor.items():
+            lines.append(f"OTHER PROCESSOR: {len(paths)} artifact(s) produced on {label}, not on this machine's "
+                         f"{self.this_processor}; their numbers may differ from a rerun here (README: Auditing results)")
+        if self.no_processor:
+            lines.append(f"{len(self.no_processor)} artifact(s) record no processor (registered by an older concord)")
         rows = [f"MISSING   {p}" for p in self.missing] + [f"MODIFIED  {p}" for p in self.modified]
         rows += [f"STALE     {p}: {'; '.join(r)}" for p, r in self.stale.items()]
         rows += [f"PENDING   {p}: planned, never built" for p in self.pending]
@@ -612,6 +633,12 @@ def load_manifest(results_dir: str | os.PathLike, manifest_path: str | os.PathLi
     return manifest
 
 
+def _processor_label(p: Mapping[str, Any]) -> str:
+    isa = p.get("torch_cpu_capability") or "?"
+    bf16 = "native bf16" if p.get("native_bf16") else "no native bf16"
+    return f"{p.get('cpu_model') or p.get('machine') or 'unknown CPU'} ({isa}, {bf16})"
+
+
 def verify(
     results_dir: str | os.PathLike,
     manifest_path: str | os.PathLike | None = None,
@@ -637,7 +664,14 @@ def verify(
         entry = artifacts.get(rel)
         return bool(entry and entry.get("intermediate")) and not (results / rel).exists()
 
+    here = hardware.processor()
+    report.this_processor = _processor_label(here)
     for rel, entry in artifacts.items():
+        recorded = entry.get("processor")
+        if recorded is None:
+            report.no_processor.append(rel)
+        elif recorded != here:
+            report.other_processor.setdefault(_processor_label(recorded), []).append(rel)
         now = current_hash(results / rel)
         if now is None:
             (report.intermediate if entry.get("intermediate") else report.missing).append(rel)

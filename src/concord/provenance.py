@@ -119,6 +119,25 @@ def environment() -> dict:
     }
 
 
+def engine_dtype(engine) -> str | None:
+    """The dtype an engine actually computes in (after ``auto`` is resolved): the HF model's
+    parameter dtype, or vLLM's model config dtype; None where the engine does not say."""
+    model = getattr(engine, "model", None)
+    dtype = getattr(model, "dtype", None)
+    if dtype is None:
+        llm_engine = getattr(getattr(engine, "llm", None), "llm_engine", None)
+        dtype = getattr(getattr(llm_engine, "model_config", None), "dtype", None)
+    return None if dtype is None else str(dtype).removeprefix("torch.")
+
+
+def numeric_path(dtype: str | None) -> dict:
+    """The numeric path of a job: the dtype it computed in and the instruction set torch's CPU
+    kernels dispatched to. Two trees agree byte for byte only on the same path (README: numbers
+    move between processors at bf16, and at fp32 where the ISA's reduction order differs)."""
+    proc = hardware.processor()
+    return {"dtype": dtype, "torch_cpu_capability": proc["torch_cpu_capability"], "native_bf16": proc["native_bf16"]}
+
+
 def record(
     *,
     step: str,

@@ -1,8 +1,10 @@
 """Hugging Face ``generate`` back-end (CPU or GPU).
 
-Confidence is read from the model's *raw* logits (``output_logits=True``), i.e. the log-probability
-of each sampled token under the policy itself, not under the temperature/top-p warped
-distribution; this matches vLLM's default ``raw_logprobs`` so both back-ends give the same c_i.
+Confidence is the log-probability of each sampled token under the distribution it was sampled
+from (``output_scores=True``: the logits after temperature and top-p), the one definition used by
+roll-outs, rewards in training and the offline analysis alike: TRL scores a training roll-out
+under logits / temperature, and vLLM returns ``processed_logprobs`` (what TRL asks of it and what
+:class:`concord.engines.vllm.VLLMEngine` asks too). Greedy decoding scores raw logits.
 """
 
 from __future__ import annotations
@@ -113,17 +115,17 @@ class HFEngine:
                 **inputs,
                 max_new_tokens=params.max_new_tokens,
                 return_dict_in_generate=True,
-                output_logits=True,
+                output_scores=True,
                 pad_token_id=self.tokenizer.pad_token_id,
                 eos_token_id=self.tokenizer.eos_token_id,
                 **sampling,
             )
         new_tokens = out.sequences[:, inputs["input_ids"].shape[1] :]
-        # Step by step: stacking (batch, steps, vocab) logits would cost GBs at long lengths.
+        # Step by step: stacking (batch, steps, vocab) scores would cost GBs at long lengths.
         token_logprobs = torch.stack(
             [
-                torch.log_softmax(step_logits.float(), dim=-1).gather(-1, new_tokens[:, t : t + 1]).squeeze(-1)
-                for t, step_logits in enumerate(out.logits)
+                torch.log_softmax(step_scores.float(), dim=-1).gather(-1, new_tokens[:, t : t + 1]).squeeze(-1)
+                for t, step_scores in enumerate(out.scores)
             ],
             dim=1,
         )

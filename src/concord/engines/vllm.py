@@ -1,7 +1,9 @@
 """vLLM offline back-end (GPU only; imported lazily so CPU installs never need vLLM).
 
-Per-token log-probabilities come from ``SamplingParams(logprobs=0)``, which returns the sampled
-token's log-probability under the raw model distribution (vLLM's default ``raw_logprobs``).
+Per-token log-probabilities come from ``SamplingParams(logprobs=0)`` with the engine's
+``logprobs_mode="processed_logprobs"``: the sampled token's log-probability under the distribution
+it was sampled from (after temperature and top-p), as TRL's colocated engine and the HF back-end
+score it (one definition of the confidence c_i everywhere).
 
 Context length: every job sizes vLLM's ``max_model_len`` as its prompt budget plus its
 completion budget (:func:`context_length`) -- the training jobs (TRL's colocated engine), and
@@ -76,6 +78,7 @@ class VLLMEngine:
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             seed=seed,
+            logprobs_mode="processed_logprobs",
         )
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(max_model_len)

@@ -225,7 +225,7 @@ def train(
             config=dict(provenance_config or {"training": cfg, "consensus": cons, "arm": arm, "task": task,
                                               "prompt_style": prompt_style, "answers": {"policy": policy}}),
             model=str(model_dir), arm=arm, reward_arm=reward_arm, learning_rate=float(cfg["learning_rate"]),
-            steps=steps_done, max_steps=max_steps, dtype=dtype,
+            steps=steps_done, max_steps=max_steps, dtype=dtype, numeric=provenance.numeric_path(dtype),
             updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),
             train_questions=len(train_questions), validation_questions=len(monitor.val_questions),
             resumed_from=str(resume) if resume else None, train_seconds=round(elapsed, 1), num_processes=num_processes,
