@@ -232,6 +232,34 @@ def test_killed_run_resumes_from_its_last_checkpoint(reference_run, tiny):
     assert read_jsonl(reference_run[0] / "groups.jsonl") == read_jsonl(out / "groups.jsonl")
 
 
+def test_zero_update_arm_reproduces_the_base_model_exactly(tiny, tmp_path):
+    """The control: the whole training path (roll-outs, Majority's rewards, TRL's optimiser steps,
+    saving) at learning rate 0 leaves every weight as it was, and its evaluation gives Base's
+    answer to every sample (the same path at a learning rate moves the weights: the reference run)."""
+    from concord.papers.core.evaluation import evaluate
+
+    root, model_dir = tiny
+    cmd, env, out, _ = _cli(root, model_dir, root / "questions.jsonl", "zero", arm="zero_update")
+    _run(cmd, env)
+    start, end = _weights(model_dir), _weights(out)
+    assert start.keys() == end.keys() and all(torch.equal(start[k], end[k].to(start[k].dtype)) for k in start)
+    rows = read_jsonl(out / "log.jsonl")
+    assert [r["step"] for r in rows if "loss" in r] == [1, 2, 3] and all(r["learning_rate"] == 0.0 for r in rows
+                                                                           if "loss" in r)
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["arm"] == "zero_update" and prov["reward_arm"] == "majority" and prov["learning_rate"] == 0.0
+
+    ev = {"k": 4, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 12}
+    engine = {"backend": "hf", "dtype": "float32", "batch_size": 8}
+    base = evaluate(model_dir=model_dir, questions_path=root / "questions.jsonl", out_path=tmp_path / "base.json",
+                    seed=0, evaluation=ev, engine=engine, arm="base")
+    zero = evaluate(model_dir=out, questions_path=root / "questions.jsonl", out_path=tmp_path / "zero.json",
+                    seed=0, evaluation=ev, engine=engine, arm="zero_update")
+    assert [q["answers"] for q in zero["per_question"]] == [q["answers"] for q in base["per_question"]]
+    assert zero["pass_at_1"] == base["pass_at_1"]
+    assert zero["provenance"]["numeric"]["dtype"] == "float32"
+
+
 def test_two_processes_score_groups_that_straddle_them_whole(tiny):
     """3 prompts x 4 roll-outs over 2 processes: question 2's group is split 2 + 2 by TRL."""
     root, model_dir = tiny

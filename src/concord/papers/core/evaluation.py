@@ -110,8 +110,7 @@ def evaluate(
         "per_question": per_question,
         "sampling": {"k": params.n, "temperature": params.temperature, "top_p": params.top_p,
                      "max_new_tokens": params.max_new_tokens, "seed": params.seed},
-        "seconds": round(time.time() - t0, 1),
-    }
+    }  # no wall time here: a rerun must write the same bytes (the job's time is in benchmarks/)
     result["provenance"] = provenance.record(
         step="evaluate", seed=int(seed), inputs=[questions_path],
         config=dict(provenance_config or {"evaluation": ev, "engine": dict(engine or {}), "prompt_style": prompt_style,
@@ -120,8 +119,8 @@ def evaluate(
         numeric=provenance.numeric_path(provenance.engine_dtype(eng)),
     )
     write_json(out_path, result)
-    log.info("pass@1 (mean@%d) of %s on %d questions: %.4f -> %s", params.n, model_dir, len(per_question),
-             result["pass_at_1"], out_path)
+    log.info("pass@1 (mean@%d) of %s on %d questions: %.4f -> %s (%.0f s)", params.n, model_dir, len(per_question),
+             result["pass_at_1"], out_path, time.time() - t0)
     return result
 
 
