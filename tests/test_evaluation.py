@@ -19,7 +19,7 @@ from concord.papers.core.curves import (
 )
 from concord.data import write_questions
 from concord.papers.core.evaluation import evaluate, grade_samples, mean_at_k
-from concord.io import read_json, write_jsonl
+from concord.io import read_json, read_jsonl, write_jsonl
 
 QUESTIONS = [
     {"id": f"q{i}", "prompt": f"What is {i} + 1?", "answer": str(i % 3 + 1), "level": 1 + i % 2, "subject": "arith",
@@ -130,6 +130,31 @@ def test_figure3_command_writes_figure_and_tables(tmp_path, monkeypatch):
         figure3([d for d in dirs if "/core/" not in str(d)], figure=fig, table=table)
     with pytest.raises(ValueError, match="not a training log"):
         load_curves([tmp_path / "elsewhere" / "log.jsonl"])
+
+
+def test_figure3_names_its_protocols_and_marks_base_under_the_evaluation_protocol(tmp_path):
+    """The curves' step 0 is the untrained policy under the validation protocol (mean@2 on 8
+    questions, fp32 here); Base under the evaluation protocol (mean@4 on 24, its dtype) is its
+    own, labelled point -- never passed off as the curve's start."""
+    from concord.io import write_json
+
+    dirs = _write_logs(tmp_path)
+    for d in dirs:
+        rows = [{**r, "val_k": 2, "val_questions": 8} if "val_pass_at_1" in r else r for r in read_jsonl(d / "log.jsonl")]
+        write_jsonl(d / "log.jsonl", rows)
+        write_json(d / "provenance.json", {"dtype": "float32"})
+    base = []
+    for seed, value in ((0, 0.25), (1, 0.35)):
+        path = tmp_path / "eval" / "m" / "b" / "base" / f"seed{seed}.json"
+        write_json(path, {"pass_at_1": value, "k": 4, "n_questions": 24, "provenance": {"numeric": {"dtype": "bfloat16"}}})
+        base.append(path)
+    fig, table = tmp_path / "figures" / "figure3.png", tmp_path / "tables" / "figure3_steps_saved.csv"
+    figure3(dirs, figure=fig, table=table, base_evals=base)
+    caption = table.with_suffix(".md").read_text()
+    assert "Validation points (step 0 = the untrained policy): m/b mean@2 on 8 q, fp32" in caption
+    assert "Base under the evaluation protocol (the star at step 0, Tables 1-3): m/b 30.0% (mean@4 on 24 q, bf16)" in caption
+    with pytest.raises(ValueError, match="base model's evaluation"):
+        figure3(dirs, figure=fig, table=table, base_evals=[tmp_path / "eval/m/b/core/seed0.json"])
 
 
 def test_figure3_cells_are_checked_against_the_config():

@@ -130,3 +130,60 @@ def test_validation_through_colocated_vllm_says_clearly_when_vllm_is_missing():
 
     with pytest.raises(VLLMUnavailableError, match="needs the vllm package and a CUDA GPU"):
         vllm_validation_texts(None, [[{"role": "user", "content": "1 + 1?"}]], SamplingParams(n=1, max_new_tokens=4))
+
+
+# --------------------------------------------------------------------------- learning-rate schedule
+def _schedule(training: dict) -> tuple[list[float], int, float]:
+    """The learning rate of every optimiser update, as ConsensusGRPOTrainer schedules it."""
+    from types import SimpleNamespace
+
+    from concord.rl.settings import grpo_config, job_layout, resolve_training
+    from concord.rl.trainer import ConsensusGRPOTrainer
+
+    cfg, _ = resolve_training({"gpus": 0, "gradient_checkpointing": False, **training})
+    layout = job_layout(cfg, 1)
+    args = grpo_config(cfg, layout, checkpoint_dir="ckpt", seed=0, max_steps=int(cfg["max_steps"]), on_gpu=False)
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=args.learning_rate)
+    fake = SimpleNamespace(lr_scheduler=None, optimizer=opt, args=args, layout=layout)
+    sched = ConsensusGRPOTrainer.create_scheduler(fake, args.max_steps, opt)
+    lrs = []
+    for _ in range(args.max_steps):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return lrs, layout.updates_per_generation, args.learning_rate
+
+
+def test_learning_rate_follows_verls_schedule_at_whole_steps():
+    """verl (TTRL): int(ratio x steps) warm-up steps, cosine after, the scheduler stepped once per
+    training step (verl/utils/torch_functional.py get_cosine_schedule_with_warmup,
+    workers/fsdp_workers.py); TRL's updates within a step share the step's rate."""
+    import math
+
+    lrs, updates, lr = _schedule({"max_steps": 10, "warmup_ratio": 0.25, "lr_scheduler": "cosine", "learning_rate": 1e-5,
+                                  "prompts_per_step": 4, "n_vote": 4, "n_train": 2, "updates_per_generation": 4})
+    warmup = int(0.25 * 10)  # 2 (verl rounds down)
+
+    def verl(step):
+        if step < warmup:
+            return step / max(1, warmup)
+        return max(0.0, 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, 10 - warmup))))
+
+    assert updates == 4 and len(lrs) == 40
+    assert lrs == pytest.approx([lr * verl(u // updates) for u in range(40)], rel=1e-9, abs=1e-15)
+    assert all(len(set(lrs[s * 4:(s + 1) * 4])) == 1 for s in range(10))  # one rate per step
+
+
+def test_the_default_run_never_trains_at_learning_rate_zero():
+    """transformers rounds a 3% warm-up of two steps up to one step at rate 0; verl rounds it down
+    to none: the default config's every update has a positive rate."""
+    from pathlib import Path
+
+    import yaml
+
+    default = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())["training"]
+    lrs, _, lr = _schedule(default)
+    assert len(lrs) >= 2 and min(lrs) > 0, lrs
+    # The case that used to fail: 2 steps at the schema's 3% warm-up.
+    lrs, _, _ = _schedule({**default, "max_steps": 2, "warmup_ratio": 0.03})
+    assert min(lrs) > 0 and lrs[0] == pytest.approx(lr)

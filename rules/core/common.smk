@@ -36,6 +36,10 @@ def figure3_inputs(wildcards=None):
     return [f"{train_dir(m, b, a, s)}/log.jsonl" for m, b in figure3_cells() for a in CURVE_ARMS for s in SEEDS]
 
 
+def figure3_base_inputs(wildcards=None):
+    return [f"{RESULTS}/eval/{m}/{b}/base/seed{s}.json" for m, b in figure3_cells() for s in SEEDS]
+
+
 def train_targets():
     return [f"{train_dir(m, b, a, s)}/log.jsonl" for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
 

@@ -96,7 +96,9 @@ rule evaluate:
 
 rule figure3:
     input:
-        figure3_inputs(),
+        logs=figure3_inputs(),
+        # Base under the evaluation protocol: the step-0 star beside the validation curves.
+        base=figure3_base_inputs(),
     output:
         png=in_report(f"{RESULTS}/figures/figure3.png", "core/figure3.rst", "CoRE paper", "Figure 3", item="curves"),
         pdf=f"{RESULTS}/figures/figure3.pdf",
@@ -119,7 +121,8 @@ rule figure3:
         "../../envs/analysis.yaml"
     shell:
         audited(
-            "python -m concord core-figure3 --logs {input:q} --figure {output.png:q} --table {output.csv:q}"
+            "python -m concord core-figure3 --logs {input.logs:q} --base-evals {input.base:q}"
+            " --figure {output.png:q} --table {output.csv:q}"
             " --plateau-window {params.plateau_window} --labels {params.labels:q} > {log:q} 2>&1"
         )
 

@@ -39,6 +39,8 @@ def register(subparsers) -> None:
     p.add_argument("--table", required=True, help="CSV path (Markdown and LaTeX twins are written beside it)")
     p.add_argument("--plateau-window", type=int, default=1)
     p.add_argument("--labels", type=json_arg, default={}, help="display names for model/benchmark keys")
+    p.add_argument("--base-evals", nargs="*", default=[],
+                   help="the base model's evaluations eval/{model}/{benchmark}/base/seed{seed}.json (the step-0 star)")
     p.set_defaults(func=cmd_figure3)
 
 
@@ -64,5 +66,5 @@ def cmd_figure3(args) -> int:
     from concord.papers.core.curves import figure3
 
     figure3(args.logs, figure=args.figure, table=args.table, plateau_window=args.plateau_window,
-                      labels=args.labels)
+                      labels=args.labels, base_evals=args.base_evals)
     return 0

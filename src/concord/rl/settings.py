@@ -42,10 +42,14 @@ def resolve_training(training: Mapping[str, Any] | None, evaluation: Mapping[str
 
 def arm_training(arm: str, cfg: Mapping[str, Any]) -> tuple[dict, str]:
     """(training settings, reward arm) of ``arm``: every arm trains with its own reward at the
-    configured learning rate, except the zero-update control (learning rate 0, Majority's rewards)."""
+    configured learning rate, except the zero-update control: learning rate 0, Majority's rewards,
+    the same steps, and no validation (the policy never moves, so its curve would be step 0's
+    repeated; its evaluation, like every arm's, is the check)."""
     if arm != ZERO_UPDATE_ARM:
         return dict(cfg), arm
-    return {**cfg, "learning_rate": 0.0}, ZERO_UPDATE_REWARD
+    if cfg.get("early_stopping_patience") is not None:
+        raise ValueError("the zero-update control runs every step: it cannot stop early (early_stopping_patience)")
+    return {**cfg, "learning_rate": 0.0, "eval_every": 0, "eval_at_start": False}, ZERO_UPDATE_REWARD
 
 
 def job_layout(cfg: Mapping[str, Any], num_processes: int):

@@ -4,6 +4,12 @@ Input: the per-step training logs ``train/{model}/{benchmark}/{arm}/seed{seed}/l
 (rows with ``val_pass_at_1``, written every ``training.eval_every`` steps, step 0 = untrained).
 For each (model, benchmark) the curves are averaged over seeds at the steps every seed logged.
 
+Each panel says what its points are: the curves' protocol (mean@``val_k`` on ``val_questions``
+questions in the training dtype, from the logs and the runs' provenance) and, where the base
+model's evaluations are given, Base under the evaluation protocol (mean@k on the evaluated
+questions in the engine's dtype: the number Tables 1-3 print) as a star at step 0. The curves'
+own step 0 is the untrained policy under the validation protocol, labelled as such.
+
 Steps saved (paper: "CoRE reaches TTRL's plateau accuracy in 54-70% fewer steps"):
 
 * Majority's plateau = mean of its last ``plateau_window`` validation points (its final accuracy
@@ -66,9 +72,55 @@ def load_curves(paths: Iterable[str | Path]) -> pd.DataFrame:
         points = [r for r in read_jsonl(path) if r.get("val_pass_at_1") is not None]
         if not points:
             raise ValueError(f"{path}: no validation points (is training.eval_every 0?)")
+        dtype = _training_dtype(path.parent / "provenance.json")
         for r in points:
-            rows.append({**info, "step": int(r["step"]), "val_pass_at_1": float(r["val_pass_at_1"])})
-    return pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "step", "val_pass_at_1"])
+            rows.append({**info, "step": int(r["step"]), "val_pass_at_1": float(r["val_pass_at_1"]),
+                         "val_k": r.get("val_k"), "val_questions": r.get("val_questions"), "dtype": dtype})
+    return pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "step", "val_pass_at_1", "val_k",
+                                       "val_questions", "dtype"])
+
+
+def _training_dtype(provenance_path: Path) -> str | None:
+    from concord.io import read_json
+
+    try:
+        return read_json(provenance_path).get("dtype")
+    except FileNotFoundError:
+        return None
+
+
+def base_points(eval_paths: Iterable[str | Path]) -> pd.DataFrame:
+    """Base under the evaluation protocol per (model, benchmark): pass@1 mean over seeds, k,
+    questions and the engine's dtype, from ``eval/{model}/{benchmark}/base/seed{seed}.json``."""
+    from concord.io import read_json
+    from concord.papers.core.tables import parse_eval_path
+
+    rows = []
+    for path in eval_paths:
+        info = parse_eval_path(path)
+        if info["arm"] != "base":
+            raise ValueError(f"{path}: Figure 3's step-0 reference is the base model's evaluation")
+        payload = read_json(path)
+        numeric = (payload.get("provenance") or {}).get("numeric") or {}
+        rows.append({"model": info["model"], "benchmark": info["benchmark"], "seed": info["seed"],
+                     "pass_at_1": float(payload["pass_at_1"]), "k": payload.get("k"),
+                     "n_questions": payload.get("n_questions"), "dtype": numeric.get("dtype")})
+    frame = pd.DataFrame(rows, columns=["model", "benchmark", "seed", "pass_at_1", "k", "n_questions", "dtype"])
+    return (frame.groupby(["model", "benchmark"], sort=True)
+            .agg(pass_at_1=("pass_at_1", "mean"), k=("k", "first"), n_questions=("n_questions", "first"),
+                 dtype=("dtype", "first"), n_seeds=("seed", "nunique")).reset_index())
+
+
+def protocol_label(k, n_questions, dtype) -> str:
+    """``mean@k on n q, dtype``: what a pass@1 point was measured with."""
+    parts = [f"mean@{int(k)}" if k is not None and not pd.isna(k) else "mean@?",
+             f"on {int(n_questions)} q" if n_questions is not None and not pd.isna(n_questions) else ""]
+    text = " ".join(p for p in parts if p)
+    return text + (f", {_short_dtype(dtype)}" if isinstance(dtype, str) else "")
+
+
+def _short_dtype(dtype: str) -> str:
+    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
 
 
 def mean_curves(points: pd.DataFrame) -> pd.DataFrame:
@@ -137,8 +189,10 @@ CURVE_LINESTYLES = {"majority": "-", "core": "--"}
 STEP_DODGE = 0.04  # steps (scaled with the run's length) between the two arms' points
 
 
-def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str, str] | None = None):
-    """One panel per (model, benchmark): mean validation pass@1 (%) vs step, +-1 std band."""
+def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str, str] | None = None,
+                 protocols: Mapping[tuple[str, str], str] | None = None, base: pd.DataFrame | None = None):
+    """One panel per (model, benchmark): mean validation pass@1 (%) vs step, +-1 std band; the
+    validation protocol in each panel's title, and Base's evaluation (a star at step 0) when given."""
     from concord.papers.core.figures import ARM_COLORS, new_figure
 
     labels = dict(labels or {})
@@ -160,22 +214,40 @@ def plot_figure3(curves: pd.DataFrame, table: pd.DataFrame, labels: Mapping[str,
                     linestyle=CURVE_LINESTYLES.get(arm, "-"), label=ARM_LABELS[arm])
             ax.fill_between(x, 100 * (c["mean"] - c["std"]), 100 * (c["mean"] + c["std"]), color=color,
                             alpha=0.15, linewidth=0)
+        if base is not None:
+            b = base[(base["model"] == model) & (base["benchmark"] == bench)]
+            if not b.empty:
+                b = b.iloc[0]
+                ax.plot([0], [100 * b["pass_at_1"]], marker="*", ms=10, color="black", linestyle="none",
+                        label=f"Base, evaluation ({protocol_label(b['k'], b['n_questions'], b['dtype'])})")
         row = table[(table["model"] == model) & (table["benchmark"] == bench)].iloc[0]
         ax.axhline(100 * row["majority_plateau"], color=ARM_COLORS.get("majority"), linestyle=":", linewidth=1)
         saved = row["steps_saved_pct"]
         note = f"{saved:.0f}% fewer steps" if np.isfinite(saved) else "steps saved: n/a"
-        ax.set_title(f"{labels.get(model, model)} / {labels.get(bench, bench)}\n{note}")
+        protocol = (protocols or {}).get((model, bench))
+        note += f"; validation {protocol}" if protocol else ""
+        ax.set_title(f"{labels.get(model, model)} / {labels.get(bench, bench)}\n{note}", fontsize="small")
         ax.set_xlabel("training step")
         ax.set_ylabel("validation pass@1 (%)")
         ax.set_ylim(0, 100)
         ax.xaxis.get_major_locator().set_params(integer=True)  # steps are whole numbers
-    flat[0].legend(loc="lower right")
+    flat[0].legend(loc="lower right", fontsize="x-small")
     return fig
 
 
+def validation_protocols(points: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(model, benchmark) -> the validation protocol of its curves, e.g. ``mean@2 on 8 q, fp32``."""
+    out = {}
+    for (model, bench), sub in points.groupby(["model", "benchmark"], sort=True):
+        first = sub.iloc[0]
+        out[(model, bench)] = protocol_label(first["val_k"], first["val_questions"], first["dtype"])
+    return out
+
+
 def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str | Path, plateau_window: int = 1,
-            labels: Mapping[str, str] | None = None) -> list[Path]:
-    """Read the logs, write Figure 3 (PNG + PDF) and the steps-saved table (CSV, Markdown, LaTeX)."""
+            labels: Mapping[str, str] | None = None, base_evals: Sequence[str | Path] = ()) -> list[Path]:
+    """Read the logs (and Base's evaluations), write Figure 3 (PNG + PDF) and the steps-saved
+    table (CSV, Markdown, LaTeX)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -188,11 +260,20 @@ def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str |
     points = points[points["arm"].isin(CURVE_ARMS)]
     curves = mean_curves(points)
     summary = steps_saved_table(curves, plateau_window)
+    protocols = validation_protocols(points)
+    base = base_points(base_evals) if base_evals else None
     with style():  # the shared figure style must be active while text is drawn and saved
-        fig = plot_figure3(curves, summary, labels)
+        fig = plot_figure3(curves, summary, labels, protocols, base)
         written = save_figure(fig, figure)
     caption = (f"Figure 3: steps for CoRE to reach Majority's plateau (mean of its last {plateau_window} "
-               f"validation point(s), mean over seeds); saved = 1 - CoRE steps / Majority steps.")
+               f"validation point(s), mean over seeds); saved = 1 - CoRE steps / Majority steps. "
+               "Validation points (step 0 = the untrained policy): "
+               + "; ".join(f"{labels.get(m, m) if labels else m}/{labels.get(b, b) if labels else b} {p}"
+                           for (m, b), p in protocols.items())
+               + (". Base under the evaluation protocol (the star at step 0, Tables 1-3): "
+                  + "; ".join(f"{r.model}/{r.benchmark} {100 * r.pass_at_1:.1f}% "
+                              f"({protocol_label(r.k, r.n_questions, r.dtype)})" for r in base.itertuples())
+                  if base is not None else "") + ".")
     # Accuracies in percent, as in every concord table.
     shown = summary.assign(majority_plateau=100 * summary["majority_plateau"]).rename(
         columns={"majority_plateau": "majority_plateau_pct"})
