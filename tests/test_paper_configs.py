@@ -1,6 +1,6 @@
 """The paper configs resolved into what each GPU job hands TRL and vLLM, read against the papers.
 
-No GPU is needed: :func:`concord.rl.run.grpo_settings` is the pure function ``train`` builds its
+No GPU is needed: :func:`concord.rl.settings.grpo_settings` is the pure function ``train`` builds its
 ``GRPOConfig`` from, resolved here for the cluster job (8 processes, bf16, colocated vLLM).
 """
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from concord.rl.run import grpo_settings, job_layout, resolve_section, resolve_training, total_steps
+from concord.config import resolve_section
+from concord.rl.settings import grpo_settings, job_layout, resolve_training, total_steps
 
 REPO = Path(__file__).resolve().parents[1]
 TTRL_DATA = REPO.parent.parent / "shared" / "data" / "ttrl"  # real TTRL test sets, when present

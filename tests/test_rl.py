@@ -22,15 +22,11 @@ from concord.rl.rewards import (
     register_scorer,
     score_batch,
 )
-from concord.rl.run import (
-    RunLog,
-    build_train_dataset,
-    last_complete_checkpoint,
-    mean_at_k,
-    resolve_section,
-    section_defaults,
-    total_steps,
-)
+from concord.config import resolve_section, section_defaults
+from concord.rl.checkpoints import RunLog, last_complete_checkpoint
+from concord.rl.run import build_train_dataset
+from concord.rl.settings import total_steps
+from concord.rl.validation import mean_at_k
 
 CONSENSUS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
 

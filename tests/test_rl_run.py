@@ -6,14 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from concord.rl.run import (
-    EarlyStopping,
-    cast_state_dict,
-    drop_tied_copies,
-    check_prompt_budget,
-    equal_shard,
-    holdout_split,
-)
+from concord.rl.publish import cast_state_dict, drop_tied_copies
+from concord.rl.run import check_prompt_budget
+from concord.rl.validation import EarlyStopping, equal_shard, holdout_split
 from concord.engines.vllm import check_context, context_length
 
 QUESTIONS = [{"id": f"q{i}", "prompt": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(20)]
@@ -131,7 +126,7 @@ def test_validation_through_colocated_vllm_says_clearly_when_vllm_is_missing():
         pass
     from concord.engines.base import SamplingParams
     from concord.engines.vllm import VLLMUnavailableError
-    from concord.rl.run import vllm_validation_texts
+    from concord.rl.validation import vllm_validation_texts
 
     with pytest.raises(VLLMUnavailableError, match="needs the vllm package and a CUDA GPU"):
         vllm_validation_texts(None, [[{"role": "user", "content": "1 + 1?"}]], SamplingParams(n=1, max_new_tokens=4))

@@ -23,7 +23,9 @@ from concord.data import write_questions
 from concord.io import read_jsonl
 from concord.rl.batching import Layout, check_layout, gated_advantages, keep_mask
 from concord.rl.rewards import ConsensusReward
-from concord.rl.run import build_train_dataset, grpo_config, resolve_section
+from concord.config import resolve_section
+from concord.rl.run import build_train_dataset
+from concord.rl.settings import grpo_config
 from concord.rl.tiny import build_boxed_tiny_model
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,13 @@ Modules (import the one you need; heavy dependencies load only there):
 * :mod:`concord.rl.trainer` -- :class:`~concord.rl.trainer.ConsensusGRPOTrainer`: confidences,
   the training subset and the cohesiveness gate inside TRL;
 * :mod:`concord.rl.diagnostics` -- gold-based per-step diagnostics (logging only);
-* :mod:`concord.rl.run` -- one resumable run: data without gold, checkpoints outside the
-  declared outputs, validation pass@1 every ``eval_every`` steps, the output directory;
+* :mod:`concord.rl.settings` -- a job's resolved settings, batch layout, dtype and TRL's
+  ``GRPOConfig`` (pure);
+* :mod:`concord.rl.checkpoints` -- the last complete checkpoint and the per-step logs beside it;
+* :mod:`concord.rl.validation` -- held-out questions, validation pass@1 every ``eval_every``
+  steps, early stopping and the per-step log callback;
+* :mod:`concord.rl.publish` -- the trained model written in its training dtype;
+* :mod:`concord.rl.run` -- one resumable run (:func:`~concord.rl.run.train`): data without gold,
+  checkpoints outside the declared outputs, the output directory;
 * :mod:`concord.rl.tiny` -- a tiny model that answers in ``\\boxed{}`` (tests, smoke runs).
 """

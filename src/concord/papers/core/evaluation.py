@@ -71,7 +71,7 @@ def evaluate(
     from concord.data import build_messages, load_questions
     from concord.engines import SamplingParams, load_engine
     from concord.io import write_json
-    from concord.rl.run import resolve_section
+    from concord.config import resolve_section
 
     ev = resolve_section("evaluation", evaluation)
     engine_cfg = dict(engine or {})

@@ -94,7 +94,8 @@ def train_code(
     """Train ``model_dir`` on the code questions of ``questions_path`` with the ``arm``'s FMV
     rewards (:func:`concord.rl.run.train` with the ``code`` task); write ``out_dir``."""
     from concord.papers.fmv.rewards import ARMS
-    from concord.rl.run import resolve_section, train
+    from concord.config import resolve_section
+    from concord.rl.run import train
 
     if arm not in ARMS:
         raise ValueError(f"FMV TTRL arm must be one of {sorted(ARMS)}, got {arm!r}")

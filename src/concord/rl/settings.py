@@ -1,0 +1,124 @@
+"""A training job's settings: the resolved ``training`` section, the batch layout, the dtype and
+TRL's ``GRPOConfig`` -- every parameter's walk from the config to TRL happens here, once.
+
+Pure functions (no model, no GPU): a test resolves a paper config into every job's settings.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from concord.config import resolve_section
+
+
+def total_steps(n_questions: int, training: Mapping[str, Any], benchmark: str | None = None) -> int:
+    """Training steps (generation rounds): ``max_steps`` when set, else epochs x full steps per
+    epoch (TRL drops a partial last batch, as verl's ``drop_last``)."""
+    if training.get("max_steps"):
+        return int(training["max_steps"])
+    per_step = int(training["prompts_per_step"])
+    if n_questions < per_step:
+        raise ValueError(f"{n_questions} questions cannot fill one step of prompts_per_step={per_step}")
+    epochs = (training.get("epochs_by_benchmark") or {}).get(benchmark, training["epochs"])
+    return int(epochs) * (n_questions // per_step)
+
+
+def resolve_training(training: Mapping[str, Any] | None, evaluation: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
+    """The ``training`` and ``evaluation`` sections with the schema's defaults; validation samples
+    as many tokens as evaluation unless ``val_max_new_tokens`` says otherwise (vLLM's context is
+    sized for it)."""
+    ev = resolve_section("evaluation", evaluation)
+    cfg = resolve_section("training", training)
+    cfg["val_max_new_tokens"] = int(cfg["val_max_new_tokens"] or ev["max_new_tokens"])
+    return cfg, ev
+
+
+def job_layout(cfg: Mapping[str, Any], num_processes: int):
+    """The checked batch layout of a job of ``num_processes`` processes (one per GPU)."""
+    from concord.rl.batching import Layout, check_layout
+
+    return check_layout(Layout(cfg["prompts_per_step"], cfg["n_vote"], cfg["n_train"], int(num_processes),
+                               cfg["gradient_accumulation_steps"], cfg["updates_per_generation"]))
+
+
+def resolve_dtype(cfg: Mapping[str, Any], on_gpu: bool) -> str:
+    """The training dtype: the model is loaded, trained and saved in it (``auto``: bf16 on GPU)."""
+    return cfg["dtype"] if cfg["dtype"] != "auto" else ("bfloat16" if on_gpu else "float32")
+
+
+def grpo_config(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.PathLike, seed: int, max_steps: int,
+                on_gpu: bool):
+    """TRL's ``GRPOConfig`` for a resolved ``training`` section and a checked batch layout."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(**grpo_settings(cfg, layout, checkpoint_dir=checkpoint_dir, seed=seed, max_steps=max_steps,
+                                      on_gpu=on_gpu))
+
+
+def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.PathLike, seed: int, max_steps: int,
+                  on_gpu: bool) -> dict:
+    """The keyword arguments of TRL's ``GRPOConfig`` for one job (pure: a test resolves a paper
+    config into every job's settings without a GPU).
+
+    ``max_steps`` is in TTRL steps; TRL counts optimiser updates, ``layout.updates_per_generation``
+    of them per step, so every step-valued setting is scaled by it. TRL's KL term (``beta``) is
+    the k3 estimator exp(q - p) - (q - p) - 1, verl's ``low_var_kl`` without its clamp to [-10, 10].
+    """
+    from concord.engines.vllm import context_length
+
+    dtype = resolve_dtype(cfg, on_gpu)
+    use_vllm = bool(cfg["use_vllm"]) and on_gpu
+    if cfg["vllm_mode"] != "colocate":
+        raise ValueError(f"training.vllm_mode {cfg['vllm_mode']!r} is not supported: use 'colocate'")
+    updates = int(layout.updates_per_generation)
+    return dict(
+        output_dir=str(checkpoint_dir),
+        seed=int(seed),
+        data_seed=int(seed),
+        use_cpu=not on_gpu,
+        bf16=dtype == "bfloat16",
+        fp16=dtype == "float16",
+        model_init_kwargs={"dtype": dtype},
+        num_generations=layout.n_vote,
+        per_device_train_batch_size=layout.per_device_train_batch_size,
+        gradient_accumulation_steps=layout.gradient_accumulation_steps,
+        steps_per_generation=layout.steps_per_generation,
+        max_completion_length=int(cfg["max_completion_length"]),
+        temperature=float(cfg["temperature"]),
+        top_p=float(cfg["top_p"]),
+        learning_rate=float(cfg["learning_rate"]),
+        weight_decay=float(cfg["weight_decay"]),
+        lr_scheduler_type=cfg["lr_scheduler"],
+        warmup_steps=float(cfg["warmup_ratio"]),  # transformers 5: a value < 1 is a ratio of the steps
+        max_steps=max_steps * updates,
+        beta=float(cfg["beta"]),
+        loss_type=cfg["loss_type"],
+        scale_rewards=cfg["scale_rewards"],
+        epsilon=float(cfg["epsilon"]),
+        epsilon_high=float(cfg["epsilon_high"]) if cfg["epsilon_high"] is not None else None,
+        num_iterations=int(cfg["num_iterations"]),
+        mask_truncated_completions=bool(cfg["mask_truncated_completions"]),
+        gradient_checkpointing=bool(cfg["gradient_checkpointing"]),
+        use_vllm=use_vllm,
+        vllm_mode=cfg["vllm_mode"],
+        vllm_gpu_memory_utilization=float(cfg["vllm_gpu_memory_utilization"]),
+        # Sized to the job: left None, vLLM would reserve the model's whole context (see context_length).
+        vllm_max_model_length=(context_length(int(cfg["max_prompt_length"]), int(cfg["max_completion_length"]),
+                                              int(cfg["val_max_new_tokens"] or 0))
+                               if use_vllm else None),
+        vllm_importance_sampling_correction=bool(cfg["vllm_importance_sampling_correction"]),
+        save_strategy="steps",
+        save_steps=int(cfg["save_every"]) * updates,  # checkpoints fall on step boundaries only
+        save_total_limit=1,
+        logging_steps=updates,  # one log row per step: TRL averages its metrics over the step's updates
+        report_to=[],
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        log_completions=False,
+        shuffle_dataset=True,
+        dataloader_num_workers=0,
+    )
+
+
+__all__ = ["grpo_config", "grpo_settings", "job_layout", "resolve_dtype", "resolve_training", "total_steps"]
