@@ -134,7 +134,7 @@ class ConsensusGRPOTrainer(GRPOTrainer):
 @contextmanager
 def _colocated_vllm(dtype: str, use_vllm: bool, on_cpu: bool):
     """While the trainer builds its colocated vLLM engine: pass it the training dtype, and on a
-    CPU size its KV cache.
+    CPU size its KV cache and keep its weights where TRL's sync writes them (:func:`_live_weight_gemm`).
 
     TRL 1.16 builds the engine as ``LLM(model=..., ...)`` without a dtype
     (``trl/generation/vllm_generation.py``) and offers no setting for one, so vLLM's ``auto`` loads
@@ -153,19 +153,42 @@ def _colocated_vllm(dtype: str, use_vllm: bool, on_cpu: bool):
 
     from concord.engines.vllm import CPU_KV_CACHE_GIB
 
+    patches = []
     if on_cpu:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
+        from vllm.model_executor.layers import utils as vllm_layer_utils
+
+        patches.append((vllm_layer_utils, "dispatch_cpu_unquantized_gemm", _live_weight_gemm))
     original = vllm_generation.LLM
 
     def with_dtype(*args, **kwargs):
         kwargs.setdefault("dtype", dtype)
         return original(*args, **kwargs)
 
-    vllm_generation.LLM = with_dtype
+    patches.append((vllm_generation, "LLM", with_dtype))
+    saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
+    for module, name, value in patches:
+        setattr(module, name, value)
     try:
         yield
     finally:
-        vllm_generation.LLM = original
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def _live_weight_gemm(layer, remove_weight: bool) -> None:
+    """vLLM-CPU's matmul for a colocated engine: ``F.linear`` on the layer's live weight.
+
+    vLLM 0.31's CPU build repacks every linear layer's weight after loading (oneDNN, or AMX
+    kernels) and, for all but the embedding, replaces the weight by an empty tensor. TRL's weight
+    sync loads the policy's tensors into those weights: it then fails (``'Parameter' object has no
+    attribute 'weight_loader'``), and the tied ``lm_head`` would keep computing with its stale
+    packed copy. Computing from the live weights keeps the sync real, at the cost of the packed
+    kernels' speed (the GPU path is untouched).
+    """
+    import torch
+
+    layer.cpu_linear = torch.nn.functional.linear
 
 
 def _check_vllm_dtype(trainer, dtype: str) -> str:
