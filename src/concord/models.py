@@ -112,8 +112,9 @@ def build_tiny_model(out_dir: str | os.PathLike, seed: int = 0, tokenizer_from: 
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        # Head size 32: vLLM's CPU attention has no kernel for 16 (see concord.rl.tiny).
+        num_attention_heads=2,
+        num_key_value_heads=1,
         max_position_embeddings=2048,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,

