@@ -293,3 +293,25 @@ def test_anchoring_invariant(answers, refined):
     if pre["k_max"] * 2 > n:
         assert rec["vote_post"] == rec["vote_pre"]
         assert rec["clusters_post"]["k_max"] >= pre["k_max"]
+
+
+def test_aggregator_views_of_a_pre_refinement_record_keep_its_cluster_roles():
+    from concord.papers.scmoa import views
+    from concord.papers.scmoa.perturb import Perturbation
+    from concord.papers.scmoa.pipeline import Clusters, proposals_from_rows
+    from concord.papers.scmoa.tasks import QATask
+
+    result, _ = _run(Agents(["42", "42", "41", "42", "40"]), refine=False)
+    rec = result.record
+    perts = [Perturbation(**p) for p in rec["perturbation"]["perturbations"]]
+    props = proposals_from_rows(rec["proposals_post"], rec["proposals_pre"])
+    quality = [r["quality"] for r in rec["proposals_post"]]
+    pre, post = Clusters.from_dict(rec["clusters_pre"]), Clusters.from_dict(rec["clusters_post"])
+    for view in ("answer_only", "minority_only", "no_metadata"):
+        system, user = views.view_messages(view, QATask(), QUESTION, perts, props, quality, pre, post, 5, 1,
+                                           refined=False)
+        assert system["content"] == prompts.AGGREGATE_SYSTEM_QA_PRE.format(n=5, k=1)
+        assert "refine" not in user["content"].lower() and "UNCHANGED" not in user["content"]
+    _, user = views.view_messages("minority_only", QATask(), QUESTION, perts, props, quality, pre, post, 5, 1,
+                                  refined=False)
+    assert user["content"].count("[minority]") == 2 and "[majority]" not in user["content"]
