@@ -103,6 +103,28 @@ def _paper_fmv():
     return {**config, **overlay}
 
 
+def test_default_config_runs_fmv_ttrl_for_one_epoch_at_the_candidates_budget():
+    """The embedded default trains both FMV arms (Tables 1-2): a fixed one-epoch budget, no label
+    selection, roll-outs as long as the candidates (at 24 tokens SmolLM2 wrote no function and
+    every reward was 0), and no step at learning rate 0."""
+    from concord.config import resolve
+    from concord.papers.fmv.ttrl import check_stopping_rule
+    from concord.rl.run import total_steps
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    ttrl = settings.section(config, "ttrl")
+    assert ttrl["enabled"] and ttrl["arms"] == ["fmv", "fmv_pointwise"]
+    training = resolve("training", {**config["training"], **ttrl["training"]})
+    assert check_stopping_rule(training) == "fixed step budget, no labels" and training["eval_every"] == 0
+    assert training["max_completion_length"] == settings.section(config, "sampling")["max_new_tokens"]
+    assert training["max_steps"] is None and training["epochs"] == 1
+    n = len(config["fmv"]["benchmarks"]["humaneval"]["task_ids"])
+    assert (total_steps(n // 2, training), total_steps(n, training)) == (2, 4)  # every question once
+    assert training["warmup_ratio"] == 0.0 and training["lr_scheduler"] == "constant_with_warmup"
+    off = yaml.safe_load((ROOT / "config" / "default_no_fmv_ttrl.yaml").read_text())
+    assert off == {"fmv": {"ttrl": {"enabled": False}}}
+
+
 def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
     config = _paper_fmv()
     budgets = {m: settings.generation_budget(config, m) for m in settings.section(config)["models"]}
