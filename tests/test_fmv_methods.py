@@ -35,6 +35,23 @@ def test_semantic_scores_are_mean_cosine_to_the_others():
     assert baselines.semantic_scores(np.ones((1, 3))).tolist() == [0.0]
 
 
+def test_semantic_voting_picks_only_candidates_with_code():
+    from concord.papers.fmv.experiments import QuestionExec, SELECTION_METHODS
+
+    # The response without a program (index 1) is the most central of all three ...
+    emb = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
+    assert int(np.argmax(baselines.semantic_scores(emb))) == 1
+    # ... but the vote runs among the responses with code: 0 and 2 tie, the first wins.
+    assert baselines.semantic_select(emb, [True, False, True]) == 0
+    assert baselines.semantic_select(emb, [False, False, False]) is None
+    # Through Figure 2's method: the no-code candidate "passes" nothing, the others decide.
+    q = QuestionExec("q", np.array([False, False, True]), [["1"], [None], ["1"]], ["p0", None, "p2"])
+    semantic = SELECTION_METHODS.get("semantic").accuracy
+    assert semantic(q, np.arange(3), emb) == 0.0  # candidate 0 (no pass) beats 2 on the tie
+    assert semantic(q, np.array([1, 2]), emb) == 1.0  # only candidate 2 has code among {1, 2}
+    assert semantic(q, np.array([1]), emb) == 0.0  # no candidate with code: nothing selected
+
+
 def test_semantic_voting_with_the_packaged_minilm_model():
     texts = [
         "def add(a, b):\n    return a + b",

@@ -123,6 +123,9 @@ def test_cli_pipeline_on_fixed_candidates(tmp_path, tiny_model):
     assert main(args) == 0
     t1 = pd.read_csv(stem1.with_suffix(".csv"))
     assert list(t1["method"]) == ["Base", "+ FMV TTRL"]
+    assert list(t1["selection"]) == ["not trained"] * 2  # no --train-provenance given
+    with pytest.raises(SystemExit, match="names arms \\['gone'\\]"):
+        main(args + ["--train-provenance", f"gone={exec_path}"])
     assert "Hold-Out (mean@4)" in stem1.with_suffix(".md").read_text()
     assert "\\pm" in stem1.with_suffix(".tex").read_text()
 

@@ -47,17 +47,82 @@ def test_tables_pool_seeds_and_label_training_budgets():
     assert frame["mean_se"].iloc[1] > 0
     display = report.table2_display(frame)
     assert display["Training Method"].iloc[1] == "+ Joint (trained with N = 128 roll-outs)"
-    assert list(display.columns) == ["Training Method", "mean@64 (%)", "FMV (%)", "best@64 (%)"]
+    assert list(display.columns) == ["Training Method", "mean@64 (%)", "FMV (%)", "best@64 (%)", "Steps"]
     t1 = report.table1({"base": {"train": seeds, "holdout": seeds}}, {"base": "Base"}, 64, 500, 0)
     assert t1["train_mean"].iloc[0] == pytest.approx(0.5) and t1["n_seeds"].iloc[0] == 2 and t1["arm"].iloc[0] == "base"
     with pytest.raises(ValueError, match="seeds disagree"):
         report.table2([("x", [seeds[0], _metrics([1, 1, 1], ids=("a", "b", "c"))])], 64, 500, 0)
 
 
+def _provenance(steps=3, max_steps=3, train_questions=4, patience=None, validation_questions=4):
+    return {"steps": steps, "max_steps": max_steps, "train_questions": train_questions,
+            "validation_questions": validation_questions,
+            "early_stopping": {"patience": patience, "stopped_at": steps if patience else None}}
+
+
+def test_tables_say_how_each_row_was_selected_and_which_questions_each_column_covers():
+    four = [_metrics([1.0, 0.0, 0.5, 0.5])]
+    two = [_metrics([1.0, 0.0], ids=("a", "b"))]
+    label = report.ttrl_label("fmv", 8)
+    t2 = report.table2([("Base", four), (label, four + four)], 8, 200, 0,
+                       {label: [_provenance(), _provenance()]})
+    assert t2["selection"].tolist() == [report.NOT_TRAINED, "fixed budget of 3 step(s), no labels"]
+    assert t2["steps"].tolist() == ["0", "3"] and t2["questions"].tolist() == [4, 4]
+    assert report.table_note(t2, 2) == ("Checkpoint selection: fixed budget of 3 step(s), no labels. Questions: every "
+                                        "row on all 4 questions, which the trained rows trained on.")
+    # A run that early-stopped on a validation split is named as label-based, never passed off as label-free.
+    t2 = report.table2([(label, four)], 8, 200, 0, {label: [_provenance(steps=2, patience=1)]})
+    assert t2["selection"].iloc[0] == "early stopping on hidden tests of 4 validation question(s) (label-based)"
+    # A "full" row that trained on fewer questions than it is scored on is refused.
+    with pytest.raises(ValueError, match="trained on 3 questions but is scored on 4"):
+        report.table2([(label, four)], 8, 200, 0, {label: [_provenance(train_questions=3)]})
+    t1 = report.table1({"base": {"train": two, "holdout": four}, "fmv": {"train": two, "holdout": four}},
+                       {"base": "Base"}, 8, 200, 0, {"fmv": [_provenance(train_questions=2)]})
+    assert t1[["train_questions", "holdout_questions", "trained_questions"]].values.tolist() == [[2, 4, 0], [2, 4, 2]]
+    assert "Train: the 2 questions every trained row trained on; Hold-Out: the 4 questions no run saw" in \
+        report.table_note(t1, 1)
+    assert report.table1_display(t1)["Steps"].tolist() == ["0", "3"]
+    with pytest.raises(ValueError, match="trained on 4 questions, but the train column holds 2"):
+        report.table1({"fmv": {"train": two, "holdout": four}}, {}, 8, 200, 0, {"fmv": [_provenance()]})
+
+
+def test_fmv_ttrl_refuses_label_based_stopping():
+    from concord.papers.fmv.ttrl import check_stopping_rule
+
+    assert check_stopping_rule({"early_stopping_patience": None, "validation_fraction": None}) == \
+        "fixed step budget, no labels"
+    with pytest.raises(ValueError, match="early_stopping_patience: null"):
+        check_stopping_rule({"early_stopping_patience": 3})
+    with pytest.raises(ValueError, match="validation_fraction"):
+        check_stopping_rule({"validation_fraction": 0.2})
+
+
 def _paper_fmv():
     config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     overlay = yaml.safe_load((ROOT / "config" / "paper_fmv.yaml").read_text())
     return {**config, **overlay}
+
+
+def test_default_config_runs_fmv_ttrl_for_one_epoch_at_the_candidates_budget():
+    """The embedded default trains both FMV arms (Tables 1-2): a fixed one-epoch budget, no label
+    selection, roll-outs as long as the candidates (at 24 tokens SmolLM2 wrote no function and
+    every reward was 0), and no step at learning rate 0."""
+    from concord.config import resolve
+    from concord.papers.fmv.ttrl import check_stopping_rule
+    from concord.rl.run import total_steps
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    ttrl = settings.section(config, "ttrl")
+    assert ttrl["enabled"] and ttrl["arms"] == ["fmv", "fmv_pointwise"]
+    training = resolve("training", {**config["training"], **ttrl["training"]})
+    assert check_stopping_rule(training) == "fixed step budget, no labels" and training["eval_every"] == 0
+    assert training["max_completion_length"] == settings.section(config, "sampling")["max_new_tokens"]
+    assert training["max_steps"] is None and training["epochs"] == 1
+    n = len(config["fmv"]["benchmarks"]["humaneval"]["task_ids"])
+    assert (total_steps(n // 2, training), total_steps(n, training)) == (2, 4)  # every question once
+    assert training["warmup_ratio"] == 0.0 and training["lr_scheduler"] == "constant_with_warmup"
+    off = yaml.safe_load((ROOT / "config" / "default_no_fmv_ttrl.yaml").read_text())
+    assert off == {"fmv": {"ttrl": {"enabled": False}}}
 
 
 def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
@@ -82,12 +147,13 @@ def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
     assert settings.section(config)["seeds"] == [0, 1, 2]
     assert settings.section(config, "ttrl")["table1_n_vote"] == {"fmv": 128, "fmv_pointwise": 32}
     assert settings.section(config, "ttrl")["table2_n_vote"] == [32, 128]
-    # training stops when held-out validation saturates; the paper's budget stays the maximum
+    # a fixed budget that no label chooses (issue #26); validation is a curve only
     from concord.config import resolve
+    from concord.papers.fmv.ttrl import check_stopping_rule
 
     training = resolve("training", {**config["training"], **settings.section(config, "ttrl")["training"]})
-    assert 0 < training["validation_fraction"] < 1 and training["eval_every"] > 0
-    assert training["early_stopping_patience"] >= 1 and training["early_stopping_min_delta"] > 0
+    assert training["validation_fraction"] is None and training["early_stopping_patience"] is None
+    assert check_stopping_rule(training) == "fixed step budget, no labels" and training["eval_every"] > 0
     assert training["epochs"] == 10 and training["max_steps"] is None
     assert (training["learning_rate"], training["lr_scheduler"], training["beta"]) == (1e-6, "constant_with_warmup", 0.0)
     assert (training["epsilon"], training["epsilon_high"], training["prompts_per_step"]) == (0.2, 0.32, 8)

@@ -123,35 +123,37 @@ def test_fsdp_training_validates_in_lock_step_and_saves_in_the_training_dtype(ti
     AutoModelForCausalLM.from_pretrained(str(out))
 
 
-def test_fsdp_training_of_an_fmv_arm_with_a_held_out_split_stops_early(tmp_path, tiny_model_dir):
-    """The FMV arms train through the same entry point: sandboxed rewards on each process, the
-    validation question held out of training (one question: the second process validates a
-    padded shard), hidden-test grading, and early stopping once validation stops improving (a
-    random model writes no code: validation stays 0, so patience 1 stops after step 1 of 3)."""
+def test_fsdp_training_of_an_fmv_arm_validates_without_choosing_by_labels(tmp_path, tiny_model_dir):
+    """The FMV arms train through the same entry point: sandboxed rewards on each process,
+    hidden-test validation of one question (the second process validates a padded shard), and
+    a fixed step budget: FMV-TTRL chooses no checkpoint by labels (issue #26), so early stopping
+    and a held-out split are refused and every run trains its whole budget."""
     from concord.cli import main
 
     data = tmp_path / "lcb.jsonl"
     fixture = REPO / "tests" / "fixtures" / "lcb_release_v6_sample.jsonl"
     assert main(["fmv-data", "--benchmark-spec", json.dumps({"source": "livecodebench", "path": str(fixture)}),
                  "--out", str(data)]) == 0
-    training = {"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "max_steps": 3, "max_completion_length": 8,
+    training = {"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "max_steps": 2, "max_completion_length": 8,
                 "gradient_checkpointing": False, "eval_every": 1, "eval_at_start": True, "val_k": 2,
-                "val_max_new_tokens": 8, "val_batch_size": 1, "save_every": 1, "learning_rate": 1e-5,
-                "lr_scheduler": "constant", "warmup_ratio": 0.0, "validation_fraction": 0.34,
-                "early_stopping_patience": 1}
+                "val_questions": 1, "val_max_new_tokens": 8, "val_batch_size": 1, "save_every": 1,
+                "learning_rate": 1e-5, "lr_scheduler": "constant", "warmup_ratio": 0.0}
     out = tmp_path / "results" / "fmv" / "train"
-    proc = fsdp_launch(tmp_path, [
-        "fmv-train", "--data", str(data), "--model-dir", str(tiny_model_dir), "--out", str(out), "--checkpoint-dir",
-        str(tmp_path / "ckpt"), "--arm", "fmv", "--seed", "0", "--training", json.dumps(training), "--exec",
-        json.dumps({"timeout_s": 2, "memory_mb": 512}), "--threads", "1"])
+    args = ["fmv-train", "--data", str(data), "--model-dir", str(tiny_model_dir), "--out", str(out), "--checkpoint-dir",
+            str(tmp_path / "ckpt"), "--arm", "fmv", "--seed", "0", "--exec", json.dumps({"timeout_s": 2, "memory_mb": 512}),
+            "--threads", "1"]
+    for bad, match in (({"early_stopping_patience": 1}, "early stopping would pick the stopping step"),
+                       ({"validation_fraction": 0.34}, "validation_fraction would withhold questions")):
+        with pytest.raises(ValueError, match=match):
+            main(args + ["--training", json.dumps({**training, **bad})])
+    proc = fsdp_launch(tmp_path, args + ["--training", json.dumps(training)])
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert_sharded_and_in_step(proc.stdout, steps=1, val_questions=1)
-    assert "early stopping at step 1" in proc.stdout
+    assert_sharded_and_in_step(proc.stdout, steps=2, val_questions=1)
+    assert "early stopping" not in proc.stdout
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["step"] == "fmv-train" and prov["num_processes"] == 2
-    assert (prov["steps"], prov["max_steps"], prov["train_questions"], prov["validation_questions"]) == (1, 3, 2, 1)
-    assert prov["early_stopping"]["stopped_at"] == 1 and prov["early_stopping"]["best_step"] == 0
-    assert (out / "validation.csv").read_text().splitlines()[1:] == ["0,0.0,2,1", "1,0.0,2,1"]
+    assert (prov["steps"], prov["max_steps"], prov["train_questions"], prov["validation_questions"]) == (2, 2, 3, 1)
+    assert prov["early_stopping"]["patience"] is None and prov["early_stopping"]["stopped_at"] is None
+    assert (out / "validation.csv").read_text().splitlines()[1:] == ["0,0.0,2,1", "1,0.0,2,1", "2,0.0,2,1"]
     groups = read_jsonl(out / "groups.jsonl")
-    held_out = {r["id"] for r in read_jsonl(data)} - {g["question_id"] for g in groups}
-    assert len(held_out) == 1  # the validation question never trained
+    assert {g["question_id"] for g in groups} <= {r["id"] for r in read_jsonl(data)}

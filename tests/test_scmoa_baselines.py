@@ -147,13 +147,20 @@ def test_sc_at_temperature_samples_with_distinct_seeds_and_tags():
     assert all(f"sample variant: sc-{j}" in c[-1]["content"] for j, c in enumerate(script.calls))
 
 
-def test_pairwise_judge_compares_every_pair_once_and_selects_by_borda():
+def test_pairwise_judge_compares_every_pair_in_both_orders_and_selects_by_borda():
     script = Script()
     proposals = ["A.\nAnswer: 41", "B.\nAnswer: 42", "C.\nAnswer: 40", "D.\nAnswer: 42", "E.\nAnswer: 39"]
     r = baselines.pairwise_judge(QUESTION, proposals, _chat(script), QATask())
-    assert r["calls"] == 10 == script.kinds.count("judge")  # C(5, 2)
-    # The judge prefers 42 on either side, else side A: one point per pair won.
-    assert r["borda"] == [2, 4, 1, 3, 0] and r["selected"] == 1 and r["answer"] == "42"
+    assert r["calls"] == 20 == script.kinds.count("judge")  # C(5, 2) pairs, each in both orders
+    shown = [tuple(re.findall(r"Answer:\s*(\d+)", c[-1]["content"])[:2]) for c in script.calls]
+    assert sorted(shown) == sorted([(x, y) for x in "41 42 40 42 39".split() for y in "41 42 40 42 39".split()
+                                    if x != y] + [("42", "42")] * 2)
+    # The judge prefers 42 on either side, else side A (a position bias). Judged once per pair,
+    # side A is the lower index and the bias paid out [2, 4, 1, 3, 0]; in both orders only a
+    # consistent verdict scores, so the biased games (no 42, or 42 against 42) score nobody.
+    assert r["borda"] == [0, 3, 0, 3, 0] and r["selected"] == 1 and r["answer"] == "42"
+    assert {"pair": [1, 3], "a_first": 1, "b_first": 3, "winner": None} in r["games"]
+    assert {"pair": [0, 1], "a_first": 1, "b_first": 1, "winner": 1} in r["games"]
 
 
 def test_run_question_records_every_new_method_with_its_budget():
@@ -167,7 +174,7 @@ def test_run_question_records_every_new_method_with_its_budget():
             "pairwise_judge", "scmoa", "vote_pre", "vote_post"} <= set(m)
     assert (m["cot"]["calls"], m["sc"]["calls"], m["sc_t0.7"]["calls"]) == (1, 3, 3)
     assert (m["moa"]["calls"], m["persona_moa"]["calls"], m["self_moa"]["calls"]) == (5, 5, 3)
-    assert m["textgrad"]["calls"] == 4 and m["goa"]["calls"] == 10 and m["pairwise_judge"]["calls"] == 3
+    assert m["textgrad"]["calls"] == 4 and m["goa"]["calls"] == 10 and m["pairwise_judge"]["calls"] == 6
     assert all(v["correct"] for v in m.values())
     # Every method's usage counts the calls it made (cache-free here: a scripted chat).
     assert m["goa"]["usage"]["calls"] == 10 and m["moa"]["usage"]["calls"] == 5

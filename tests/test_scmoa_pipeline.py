@@ -171,12 +171,30 @@ def test_qa_clustering_is_j6_string_match_by_default():
 
 
 def test_synthesis_without_refinement_aggregates_the_pre_refinement_proposals():
-    agents = Agents(["42", "42", "42", "41", "40"])
+    # A mixed-answer group: agents 0-2 form the majority (42), agents 3 and 4 two minorities.
+    agents = Agents(["42", "42", "41", "42", "40"])
     result, chat = _run(agents, refine=False)
     assert "refine" not in agents.kinds and result.record["refined"] is False
-    agg_user = chat.calls[-1][-1]["content"]
-    assert "No refinement step was run" in agg_user and "Post-refinement" not in agg_user
     assert result.record["calls"]["refine"] == 0
+    system, agg_user = chat.calls[-1][0]["content"], chat.calls[-1][-1]["content"]
+    # Each proposal carries its true cluster role, not J.4's "[UNCHANGED --- majority]".
+    notes = re.findall(r"<PROPOSAL id=(\d) [^>]*> (\[[^\]]+\])", agg_user)
+    assert notes == [("1", "[majority]"), ("2", "[majority]"), ("3", "[minority]"), ("4", "[majority]"),
+                     ("5", "[minority]")]
+    assert "UNCHANGED" not in agg_user and "DEFENDED" not in system
+    # No word of a refinement step that did not happen, in the system prompt or the user prompt.
+    assert system == prompts.AGGREGATE_SYSTEM_QA_PRE.format(n=5, k=1)
+    assert "refine" not in system.lower() and "refine" not in agg_user.lower()
+    assert "3/5 proposals agree" in agg_user and "Minority: para3, para5." in agg_user
+
+
+def test_pre_refinement_prompts_are_j4_minus_the_refinement_step():
+    # The minimal edit of J.4 (docs/fidelity.md): the same prompt where no refinement is mentioned.
+    for full, pre in ((prompts.AGGREGATE_SYSTEM_QA, prompts.AGGREGATE_SYSTEM_QA_PRE),
+                      (prompts.AGGREGATE_SYSTEM_CODE, prompts.AGGREGATE_SYSTEM_CODE_PRE)):
+        assert "refinement" in full and "refine" not in pre.lower() and "DEFENDED" not in pre
+        assert full.split(". ")[:2] == pre.split(". ")[:2]  # identity and best-of-k sentences verbatim
+        assert full.split(". ")[-2:] == pre.split(". ")[-2:]  # the output instruction verbatim
 
 
 def test_best_of_k_with_variant_tags_and_intra_agreement():
@@ -275,3 +293,25 @@ def test_anchoring_invariant(answers, refined):
     if pre["k_max"] * 2 > n:
         assert rec["vote_post"] == rec["vote_pre"]
         assert rec["clusters_post"]["k_max"] >= pre["k_max"]
+
+
+def test_aggregator_views_of_a_pre_refinement_record_keep_its_cluster_roles():
+    from concord.papers.scmoa import views
+    from concord.papers.scmoa.perturb import Perturbation
+    from concord.papers.scmoa.pipeline import Clusters, proposals_from_rows
+    from concord.papers.scmoa.tasks import QATask
+
+    result, _ = _run(Agents(["42", "42", "41", "42", "40"]), refine=False)
+    rec = result.record
+    perts = [Perturbation(**p) for p in rec["perturbation"]["perturbations"]]
+    props = proposals_from_rows(rec["proposals_post"], rec["proposals_pre"])
+    quality = [r["quality"] for r in rec["proposals_post"]]
+    pre, post = Clusters.from_dict(rec["clusters_pre"]), Clusters.from_dict(rec["clusters_post"])
+    for view in ("answer_only", "minority_only", "no_metadata"):
+        system, user = views.view_messages(view, QATask(), QUESTION, perts, props, quality, pre, post, 5, 1,
+                                           refined=False)
+        assert system["content"] == prompts.AGGREGATE_SYSTEM_QA_PRE.format(n=5, k=1)
+        assert "refine" not in user["content"].lower() and "UNCHANGED" not in user["content"]
+    _, user = views.view_messages("minority_only", QATask(), QUESTION, perts, props, quality, pre, post, 5, 1,
+                                  refined=False)
+    assert user["content"].count("[minority]") == 2 and "[majority]" not in user["content"]

@@ -162,6 +162,25 @@ def _train_dir(arm, split, n, seed):
     return f"{CR}/train/{_TT_MODEL}/{_TT_BENCH}/{arm}-{split}-n{n}/seed{seed}"
 
 
+def _table1_provenance():
+    """(arm, provenance.json) of Table 1's training runs, per seed: the table's selection column."""
+    return [(arm, f"{_train_dir(arm, 'half', _TT1_N[arm], seed)}/provenance.json") for arm in _TT_ARMS
+            for seed in FMV_SEEDS]
+
+
+def _table2_provenance():
+    """(row label, provenance.json) of Table 2's training runs, per seed."""
+    if not FMV_ENABLED:
+        return []
+    return [(_fmv_report.ttrl_label(arm, n), f"{_train_dir(arm, 'full', n, seed)}/provenance.json")
+            for n in FMV_TTRL.get("table2_n_vote", [32, 128]) for arm in ("fmv", "fmv_pointwise") if arm in _TT_ARMS
+            for seed in FMV_SEEDS]
+
+
+def _provenance_args(pairs):
+    return " ".join(f"--train-provenance {shell_quote(f'{k}={v}')}" for k, v in pairs)
+
+
 def _validation_curves():
     """(label, validation.csv) of every TTRL run of Tables 1 and 2, per seed."""
     runs = [(f"{_fmv_report.ttrl_label(arm, _TT1_N[arm])} on the train half", arm, "half", _TT1_N[arm]) for arm in _TT_ARMS]

@@ -295,12 +295,14 @@ rule fmv_table1:
         train=f"{CR}/data/{_TT_BENCH}.train.jsonl",
         holdout=f"{CR}/data/{_TT_BENCH}.holdout.jsonl",
         execs=list(dict.fromkeys(p for _, p in _table1_execs())),
+        provenance=[p for _, p in _table1_provenance()],
     output:
         csv=in_report(f"{CR}/tables/table1.csv", "fmv/table1.rst", "FMV paper", "Table 1"),
         md=f"{CR}/tables/table1.md",
         tex=f"{CR}/tables/table1.tex",
     params:
         execs=_pairs_args(_table1_execs()),
+        provenance=_provenance_args(_table1_provenance()),
         labels=as_json(_TT_LABELS),
         n=int(FMV.get("sampling", {}).get("n", 64)),
         resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
@@ -313,7 +315,8 @@ rule fmv_table1:
     shell:
         audited(
             "python -m concord fmv-table1 --train-data {input.train:q} --holdout-data {input.holdout:q} {params.execs}"
-            " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} --out-stem {params.stem:q}"
+            " --labels {params.labels:q} --n {params.n} --n-resamples {params.resamples} {params.provenance}"
+            " --out-stem {params.stem:q}"
             " > {log:q} 2>&1"
         )
 
@@ -322,12 +325,14 @@ rule fmv_table2:
     input:
         data=f"{CR}/data/{_TT_BENCH}.jsonl",
         execs=list(dict.fromkeys(p for _, p in _table2_execs())),
+        provenance=[p for _, p in _table2_provenance()],
     output:
         csv=in_report(f"{CR}/tables/table2.csv", "fmv/table2.rst", "FMV paper", "Table 2"),
         md=f"{CR}/tables/table2.md",
         tex=f"{CR}/tables/table2.tex",
     params:
         execs=_pairs_args(_table2_execs()),
+        provenance=_provenance_args(_table2_provenance()),
         n=int(FMV.get("sampling", {}).get("n", 64)),
         resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
         stem=lambda wc, output: os.path.splitext(output.csv)[0],
@@ -339,7 +344,7 @@ rule fmv_table2:
     shell:
         audited(
             "python -m concord fmv-table2 --data {input.data:q} {params.execs} --n {params.n}"
-            " --n-resamples {params.resamples} --out-stem {params.stem:q} > {log:q} 2>&1"
+            " --n-resamples {params.resamples} {params.provenance} --out-stem {params.stem:q} > {log:q} 2>&1"
         )
 
 

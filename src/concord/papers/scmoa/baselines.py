@@ -322,22 +322,41 @@ _VERDICT = re.compile(r"\[\[([AB])\]\]")
 
 def pairwise_judge(question: str, proposals: Sequence[str], judge: Chat, task: Task, *,
                    sampling: dict[str, Any] | None = None) -> dict:
-    """Selection by pairwise LLM judgement (Zheng et al.): every pair of proposals once (C(N,2)
-    calls), a Borda count of wins, the top proposal's answer (ties: the earliest). A verdict the
-    judge does not state gives no point."""
+    """Selection by pairwise LLM judgement (Zheng et al.): every pair of proposals in both orders
+    (N(N-1) calls), a Borda count of wins, the top proposal's answer (ties: the earliest).
+
+    The paper shows each of the C(N,2) pairs once (Appendix X.3); shown once, the proposal in
+    position A is always the lower index, so a judge's position bias becomes an index bias.
+    Zheng et al.'s remedy is used instead: each pair is judged with A and B swapped too, and a
+    proposal wins the pair (one Borda point) only when both verdicts prefer it; an inconsistent
+    or unstated verdict gives nobody a point (their "conservative" rule). ``games`` records
+    every pair's two verdicts."""
     from itertools import combinations
 
     sampling = sampling or {}
     n = len(proposals)
     pairs = list(combinations(range(n), 2))
+    shown = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]  # both orders of every pair
     convs = [[{"role": "system", "content": prompts.JUDGE_SYSTEM},
               {"role": "user", "content": prompts.JUDGE_USER.format(question=question, answer_a=proposals[a],
-                                                                     answer_b=proposals[b])}] for a, b in pairs]
+                                                                     answer_b=proposals[b])}] for a, b in shown]
     verdicts = [c.text for c in complete_batch(judge, convs, **sampling)] if convs else []
+
+    def preferred(slot: int) -> int | None:
+        found = _VERDICT.findall(verdicts[slot] or "")
+        if not found:
+            return None
+        a, b = shown[slot]
+        return a if found[-1] == "A" else b
+
     borda = [0] * n
-    for (a, b), text in zip(pairs, verdicts):
-        found = _VERDICT.findall(text or "")
-        if found:
-            borda[a if found[-1] == "A" else b] += 1
+    games = []
+    for j, (a, b) in enumerate(pairs):
+        first, swapped = preferred(j), preferred(j + len(pairs))
+        winner = first if first is not None and first == swapped else None
+        if winner is not None:
+            borda[winner] += 1
+        games.append({"pair": [a, b], "a_first": first, "b_first": swapped, "winner": winner})
     best = max(range(n), key=lambda i: (borda[i], -i))
-    return {"answer": task.extract(proposals[best]), "calls": len(pairs), "borda": borda, "selected": best}
+    return {"answer": task.extract(proposals[best]), "calls": len(shown), "borda": borda, "selected": best,
+            "games": games}

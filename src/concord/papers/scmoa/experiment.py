@@ -397,7 +397,7 @@ def _pairwise_judge(ctx: MethodContext) -> MethodRun:
     r = baselines.pairwise_judge(ctx.prompt, traces, logged, ctx.task, sampling=ctx.sampling)
     answer = proposals[r["selected"]]["payload"]
     return MethodRun({"pairwise_judge": (answer, r["calls"], logged.usage())},
-                     extra={"pairwise_judge": {"borda": r["borda"], "selected": r["selected"]}})
+                     extra={"pairwise_judge": {"borda": r["borda"], "selected": r["selected"], "games": r["games"]}})
 
 
 BASELINES = tuple(SCMOA_METHODS.names())

@@ -186,13 +186,21 @@ def refinement_messages(task: Task, question: str, pert: Perturbation, mine: Pro
 
 def consensus_evolution(perts: Sequence[Perturbation], pre: Clusters, post: Clusters, proposals: Sequence[Proposal],
                         n: int, refined: bool = True) -> str:
+    """The J.4 consensus record: pre/post-refinement agreement and who switched or defended.
+    Without a refinement step (Section 3) it is the one consensus there is: the agreement
+    counts and which personas form the majority and which the minority."""
     def shape(c: Clusters) -> str:
         return ", ".join(f"{_letter(lab)}x{size}" for lab, size in c.sizes.items())
 
-    lines = [f"Pre-refinement: {pre.k_max}/{n} proposals agree (majority cluster {_letter(pre.majority)}; clusters {shape(pre)})."]
     if not refined:
-        lines.append("No refinement step was run: the proposals are the pre-refinement ones.")
-        return "\n".join(lines)
+        majority = [p.name for i, p in enumerate(perts) if pre.labels[i] == pre.majority]
+        minority = [p.name for i, p in enumerate(perts) if pre.labels[i] != pre.majority]
+        return "\n".join([
+            f"{pre.k_max}/{n} proposals agree (majority cluster {_letter(pre.majority)}; clusters {shape(pre)}).",
+            f"Majority: {', '.join(majority) if majority else 'none'}.",
+            f"Minority: {', '.join(minority) if minority else 'none'}.",
+        ])
+    lines = [f"Pre-refinement: {pre.k_max}/{n} proposals agree (majority cluster {_letter(pre.majority)}; clusters {shape(pre)})."]
     lines.append(f"Post-refinement: {post.k_max}/{n} proposals agree (majority cluster {_letter(post.majority)}; clusters {shape(post)}).")
     for action, verb in (("ADOPTED", "Switched to the majority"), ("IMPROVED", "Revised to a new answer"),
                          ("DEFENDED", "Defended their minority answer")):
@@ -201,15 +209,37 @@ def consensus_evolution(perts: Sequence[Perturbation], pre: Clusters, post: Clus
     return "\n".join(lines)
 
 
+def consensus_block(perts: Sequence[Perturbation], pre: Clusters, post: Clusters, proposals: Sequence[Proposal],
+                    n: int, refined: bool = True) -> str:
+    """J.4's CONSENSUS_EVOLUTION block; without refinement a CONSENSUS block (nothing evolved)."""
+    tag = "CONSENSUS_EVOLUTION" if refined else "CONSENSUS"
+    return f"<{tag}>\n{consensus_evolution(perts, pre, post, proposals, n, refined)}\n</{tag}>"
+
+
+def proposal_note(i: int, prop: Proposal, clusters: Clusters, refined: bool = True) -> str:
+    """A proposal's annotation in the aggregation prompt: J.4's refinement action, or, without a
+    refinement step (Section 3), its true cluster role in ``clusters`` (majority or minority;
+    with no answered proposal there is no majority and every proposal is a minority)."""
+    if refined:
+        return prompts.ACTION_ANNOTATIONS[prop.action]
+    role = "majority" if clusters.majority is not None and clusters.labels[i] == clusters.majority else "minority"
+    return prompts.CLUSTER_ANNOTATIONS[role]
+
+
+def aggregate_system(task: Task, n: int, k: int, refined: bool = True) -> str:
+    """J.4's aggregation system prompt, or its pre-refinement edit when no refinement step ran."""
+    return (task.aggregate_system if refined else task.aggregate_system_pre).format(n=n, k=k)
+
+
 def aggregation_messages(task: Task, question: str, perts: Sequence[Perturbation], proposals: Sequence[Proposal],
                          quality: Sequence[float], pre: Clusters, post: Clusters, n: int, k: int, *,
                          refined: bool = True, trace_chars: int | None = None) -> list[dict[str, str]]:
     """J.4: PROBLEM, PROPOSALS (each trace with persona, cluster, quality, intra-agreement and its
-    refinement action), CONSENSUS_EVOLUTION."""
-    system = task.aggregate_system.format(n=n, k=k)
+    refinement action), CONSENSUS_EVOLUTION. ``refined=False`` (Section 3): the same proposals
+    annotated with their cluster role, the pre-refinement system prompt, a CONSENSUS block."""
     items = []
     for i, (pert, prop) in enumerate(zip(perts, proposals)):
-        note = prompts.ACTION_ANNOTATIONS[prop.action]
+        note = proposal_note(i, prop, post, refined)
         items.append(
             f"<PROPOSAL id={i + 1} persona={pert.name} cluster={_letter(post.labels[i])} "
             f"quality={quality[i]:.2f} intra_agreement={prop.alpha:.2f}> {note}\n{prop.trace(trace_chars)}\n</PROPOSAL>"
@@ -217,9 +247,9 @@ def aggregation_messages(task: Task, question: str, perts: Sequence[Perturbation
     user = "\n\n".join([
         f"<PROBLEM>\n{question}\n</PROBLEM>",
         "<PROPOSALS>\n" + "\n\n".join(items) + "\n</PROPOSALS>",
-        f"<CONSENSUS_EVOLUTION>\n{consensus_evolution(perts, pre, post, proposals, n, refined)}\n</CONSENSUS_EVOLUTION>",
+        consensus_block(perts, pre, post, proposals, n, refined),
     ])
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": aggregate_system(task, n, k, refined)}, {"role": "user", "content": user}]
 
 
 # ----------------------------------------------------------------------------- phases

@@ -103,6 +103,35 @@ AGGREGATE_SYSTEM_QA = (
     "hedge. The last line of your response MUST be: \u2018Answer: $VALUE\u2019 where $VALUE follows "
     "the answer format the question requests."
 )
+# --- Section 3's controlled setting (pre-refinement synthesis): J.4 without the refinement step --
+# The paper runs Section 3 (Tables 29-30) as "synthesis vs. voting on the same proposals" before
+# refinement but prints no prompt for it. These are J.4's prompts with each mention of the
+# refinement step taken out and nothing else changed (docs/fidelity.md): "the full consensus
+# evolution across a refinement step" -> "the consensus among the proposals"; "A persona that
+# DEFENDED its minority position despite seeing the majority" -> "A persona in a minority
+# cluster"; "post-refinement majority" -> "majority"; "a defended minority" -> "a minority".
+AGGREGATE_SYSTEM_CODE_PRE = (
+    "You are a senior problem-solver synthesising a final Python solution from {n} specialist "
+    "proposals. Each proposal was the best of {k} self-consistency samples from its persona. You are "
+    "given the consensus among the proposals. A persona in a minority cluster may have found a "
+    "genuine edge case --- examine its reasoning carefully. To produce a solution DIFFERENT from the "
+    "majority, you MUST cite specific evidence from a minority proposal (e.g. a concrete test case the "
+    "majority fails). If you cannot identify such evidence, return the majority solution verbatim. "
+    "Return a single ```python``` fenced block."
+)
+AGGREGATE_SYSTEM_QA_PRE = (
+    "You are a senior problem-solver synthesising a final answer from {n} specialist proposals. Each "
+    "proposal was the best of {k} self-consistency samples from its persona. You are given the "
+    "consensus among the proposals. A persona in a minority cluster may have found a genuine flaw --- "
+    "examine its reasoning carefully. To produce an answer DIFFERENT from the majority, you MUST cite "
+    "specific evidence from a minority. If you cannot, return the majority answer. Commit: do NOT "
+    "hedge. The last line of your response MUST be: \u2018Answer: $VALUE\u2019 where $VALUE follows "
+    "the answer format the question requests."
+)
+#: Pre-refinement annotation of each proposal: its true cluster role (J.4's annotations without
+#: the refinement action, which did not happen).
+CLUSTER_ANNOTATIONS = {"majority": "[majority]", "minority": "[minority]"}
+
 #: J.4 action annotations of each proposal in the aggregation prompt.
 ACTION_ANNOTATIONS = {
     "UNCHANGED": "[UNCHANGED --- majority]",

@@ -35,6 +35,7 @@ class Task(Protocol):
     cot_template: str
     refine_system: str
     aggregate_system: str
+    aggregate_system_pre: str  # Section 3: pre-refinement synthesis (no refinement step)
 
     def extract(self, text: str) -> str | None: ...
     def prepare(self, payloads: Sequence[str | None]) -> None: ...
@@ -123,6 +124,7 @@ class QATask:
     cot_template: str = prompts.COT_QA
     refine_system: str = prompts.REFINE_SYSTEM_QA
     aggregate_system: str = prompts.AGGREGATE_SYSTEM_QA
+    aggregate_system_pre: str = prompts.AGGREGATE_SYSTEM_QA_PRE
     #: "string" = J.6 (lower-cased, stripped); "equivalence" also merges option letters and
     #: mathematically equal answers ("1/2" vs "0.5")
     clustering: str = "string"
@@ -206,6 +208,7 @@ class CodeTask:
     cot_template: str = prompts.COT_CODE
     refine_system: str = prompts.REFINE_SYSTEM_CODE
     aggregate_system: str = prompts.AGGREGATE_SYSTEM_CODE
+    aggregate_system_pre: str = prompts.AGGREGATE_SYSTEM_CODE_PRE
     _results: dict[str, list[TestResult]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -33,9 +33,8 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from concord.papers.scmoa import prompts
 from concord.papers.scmoa.perturb import Perturbation
-from concord.papers.scmoa.pipeline import Clusters, Proposal, _letter, consensus_evolution
+from concord.papers.scmoa.pipeline import Clusters, Proposal, _letter, aggregate_system, consensus_block, proposal_note
 
 #: Table 36 (trace ablation): conditions besides the majority vote, in the paper's order of hypotheses.
 TRACE_ABLATION = ("full", "answer_only", "majority_only", "minority_only", "permuted_steps", "no_metadata",
@@ -85,8 +84,8 @@ def _permuted(prop: Proposal, rng: random.Random) -> Proposal:
 
 
 def _proposal_block(i: int, pert: Perturbation, prop: Proposal, post: Clusters, quality: float, *,
-                    metadata: str) -> str:
-    note = prompts.ACTION_ANNOTATIONS[prop.action]
+                    metadata: str, refined: bool = True) -> str:
+    note = proposal_note(i, prop, post, refined)
     if metadata == "full":
         head = (f"<PROPOSAL id={i + 1} persona={pert.name} cluster={_letter(post.labels[i])} quality={quality:.2f} "
                 f"intra_agreement={prop.alpha:.2f}> {note}")
@@ -105,7 +104,7 @@ def view_messages(view: str, task: Any, question: str, perts: Sequence[Perturbat
     check_views([view])
     if view == "q_only_cot":
         return [{"role": "user", "content": task.cot_template.format(question=question)}]
-    system = {"role": "system", "content": task.aggregate_system.format(n=n, k=k)}
+    system = {"role": "system", "content": aggregate_system(task, n, k, refined)}
     problem = f"<PROBLEM>\n{question}\n</PROBLEM>"
     if view == "q_only_agg":
         return [system, {"role": "user", "content": problem}]
@@ -126,12 +125,11 @@ def view_messages(view: str, task: Any, question: str, perts: Sequence[Perturbat
     elif view == "minority_only":
         keep = [i for i in keep if post.labels[i] != post.majority]
     metadata = {"no_metadata": "partial", "traces_bare": "none"}.get(view, "full")
-    items = [_proposal_block(i, perts[i], props[i], post, quality[i], metadata=metadata) for i in keep]
+    items = [_proposal_block(i, perts[i], props[i], post, quality[i], metadata=metadata, refined=refined) for i in keep]
     if not items:
         summary = task.describe(props[0].payload) if props else "(none)"
         items = [f"All {n} proposals agree on the same answer ({summary}); there is no minority proposal."]
     blocks = [problem, "<PROPOSALS>\n" + "\n\n".join(items) + "\n</PROPOSALS>"]
     if view not in ("no_evolution", "traces_bare"):
-        blocks.append(f"<CONSENSUS_EVOLUTION>\n{consensus_evolution(perts, pre, post, props, n, refined)}\n"
-                      "</CONSENSUS_EVOLUTION>")
+        blocks.append(consensus_block(perts, pre, post, props, n, refined))
     return [system, {"role": "user", "content": "\n\n".join(blocks)}]
