@@ -35,15 +35,13 @@ def test_no_other_jobs_data_in_a_candidates_memory():
     # an earlier candidate's program and output on the same worker.
     check = f"def check(candidate):\n    assert candidate(2) == '{SECRET}'\ncheck(f)\n"
     heap_search = (
-        "import gc, sys\n"
+        "import gc\n"
         "found = ''\n"
+        "marker = 'assert candidate(2) ' + '== '\n"
         "for o in gc.get_objects():\n"
-        "    try:\n"
-        "        text = o if isinstance(o, str) else repr(o)\n"
-        "    except Exception:\n"
-        "        continue\n"
-        f"    if {SECRET[:4]!r} + {SECRET[4:]!r} in text:\n"
-        f"        found = {SECRET!r}\n"
+        "    for text in (o if isinstance(o, (list, tuple, dict)) else [o]):\n"
+        "        if isinstance(text, str) and marker in text:\n"
+        "            found = text.split(marker, 1)[1].split(chr(39))[1]\n"
         "def f(x):\n    return found or 'nothing'\n"
     )
     out = run_checks([(heap_search, check)], timeout_s=5.0, memory_mb=256, workers=1)
@@ -154,10 +152,10 @@ def test_output_cap_is_enforced_on_the_bytes_read():
 
 def test_a_cpu_starver_cannot_make_an_honest_neighbour_time_out():
     starver = (
-        "import os\n"
+        "import posix\n"
         "for _ in range(7):\n"
         "    try:\n"
-        "        if os.fork() == 0:\n"
+        "        if posix.fork() == 0:\n"
         "            break\n"
         "    except OSError:\n"
         "        break\n"

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 __all__ = ["LiteralError", "parse", "canonical", "equals_json", "to_python", "MAX_DEPTH"]
 
 MAX_DEPTH = 100_000
-_INT_DIGITS = 4000  # below CPython's default int/str conversion limit (4300)
+_INT_DIGITS = 4300  # CPython's default int/str conversion limit (json.loads refuses longer)
 _COPY_FACTOR = 32  # characters copied for nested sorted containers, per input character
 
 
@@ -381,7 +382,8 @@ def _children(node: tuple) -> list:
 
 
 def _int_value(text: str):
-    return int(text) if len(text) <= _INT_DIGITS else None
+    limit = min(_INT_DIGITS, getattr(sys, "get_int_max_str_digits", lambda: _INT_DIGITS)() or _INT_DIGITS)
+    return int(text) if len(text.lstrip("-")) <= limit else None
 
 
 def _atom_equals(node: tuple, want) -> bool:
