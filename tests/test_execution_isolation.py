@@ -141,6 +141,27 @@ def test_memory_outside_the_address_space_counts_and_tmp_stays_capped():
     assert rows[3][0].output == "2"
 
 
+def test_cgroup_counts_shared_memory_where_one_exists():
+    from concord.execution import cgroups
+
+    if not cgroups.cgroups_available():
+        pytest.skip("no cgroup v1/v2 memory controller here (the IPC sysctls still bound SysV: see above)")
+    # IPC limits generous (tmp_mb 1024): only the memory cgroup stands between this and 640 MiB.
+    shared = (
+        "import mmap\nmaps = []\n"
+        "for _ in range(40):\n"
+        "    m = mmap.mmap(-1, 16 << 20, flags=mmap.MAP_SHARED)\n"
+        "    m.write(b'x' * (16 << 20))\n"
+        "    maps.append(m)\n"
+        "print(len(maps) * 16)"
+    )
+    tmpfs = "f = open('/tmp/fill', 'wb')\nfor _ in range(640):\n    f.write(b'x' * 2**20)\nprint('filled')"
+    rows = run_programs([shared, tmpfs], [""], mode="stdin", timeout_s=10.0, memory_mb=128, tmp_mb=1024,
+                        workers=2)
+    for row in rows:
+        assert row[0].status == "error", row
+
+
 def test_output_cap_is_enforced_on_the_bytes_read():
     bypass = "import io, sys\nchunk = 'x' * 2**20\nfor _ in range(24):\n    io.StringIO.write(sys.stdout, chunk)"
     raw_fd = "import os\nfor _ in range(24):\n    os.write(1, b'y' * 2**20)\nprint('done')"

@@ -259,8 +259,15 @@ class V1WorkerCgroup:
                 pass
 
 
+ENV_CGROUPS = "CONCORD_CGROUPS"  # "off": rlimits only (the fallback, e.g. to test it on a host with cgroups)
+
+
 def worker_cgroup():
     """A fresh worker cgroup (v2, else v1), or None (rlimits instead) with one warning per process."""
+    if os.environ.get(ENV_CGROUPS, "").lower() == "off":
+        why_v2 = why_v1 = f"disabled by ${ENV_CGROUPS}=off"
+        _warn(why_v2, why_v1)
+        return None
     try:
         return WorkerCgroup()
     except (CgroupUnavailable, OSError) as exc:
@@ -269,6 +276,11 @@ def worker_cgroup():
         return V1WorkerCgroup()
     except (CgroupUnavailable, OSError) as exc:
         why_v1 = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    _warn(why_v2, why_v1)
+    return None
+
+
+def _warn(why_v2: str, why_v1: str) -> None:
     if not _warned.is_set():
         _warned.set()
         log.warning(
@@ -277,7 +289,6 @@ def worker_cgroup():
             "socket buffers is not counted; SysV shared memory is bounded by each child's IPC namespace, "
             "memfd is refused by seccomp), process count per candidate uid, CPU seconds per process; the "
             "timeout counts CPU time and wall time less run-queue waits", why_v2, why_v1)
-    return None
 
 
 def cgroups_available() -> bool:
