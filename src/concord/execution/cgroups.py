@@ -121,7 +121,7 @@ class WorkerCgroup:
         return f"{mount}/cpu.stat"
 
     def extra_pids(self) -> int:
-        return 1  # the zygote
+        return 2  # the zygote and, while it forks a child, its intermediate process
 
     def __init__(self) -> None:
         self.root = _base() / f"w{next(_counter)}"
@@ -224,7 +224,7 @@ class V1WorkerCgroup:
         return f"{mount}/cpuacct/cpuacct.usage"
 
     def extra_pids(self) -> int:
-        return 1  # the zygote
+        return 2  # the zygote and, while it forks a child, its intermediate process
 
     def set_limits(self, memory_mb: int, max_procs: int) -> None:
         if self._limits == (memory_mb, max_procs):

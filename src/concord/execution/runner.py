@@ -241,7 +241,9 @@ class _Worker:
             "memory_mb": limits.memory_mb, "max_procs": limits.max_procs, "tmp_bytes": limits.tmp_mb * 1024 * 1024,
             "uid": uid_block() + self.slot if self.backend.privileged else None,
             "check_uid": uid_block() + _UID_SLOTS + self.slot if self.backend.privileged else None,
-            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None,
+            # RLIMIT_NPROC counts the candidate uid's processes exactly (the cgroup's pids.max also
+            # counts the zygote and its short-lived intermediate); without root the uid is shared.
+            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,
         }
         self._send(job)
         # The runner enforces every limit itself; this backstop only catches a stalled runner.
