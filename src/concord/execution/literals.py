@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import time
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -136,10 +137,13 @@ def _atom(m: re.Match) -> tuple:
     raise LiteralError(f"unexpected {kind}")
 
 
-def parse(text: str, max_depth: int = MAX_DEPTH) -> tuple:
-    """The tree of the plain value ``text`` denotes; :class:`LiteralError` when it denotes none."""
+def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None) -> tuple:
+    """The tree of the plain value ``text`` denotes; :class:`LiteralError` when it denotes none,
+    or when ``deadline`` (``time.monotonic()``) passes first -- the reader of one candidate's
+    value never takes longer than that candidate's own time limit."""
     if not isinstance(text, str):
         raise LiteralError("not text")
+    steps = 0
     root: list = []
     # frames: [kind, children, state]; kind root/list/tuple/brace (set or dict, not known yet)/
     # set/frozenset/dict (children: key, value, key, value, ...); state first (may close at once),
@@ -148,6 +152,9 @@ def parse(text: str, max_depth: int = MAX_DEPTH) -> tuple:
     pos = 0
     many, one = _TOKEN.match, _TOKEN_ONE.match
     while True:
+        steps += 1
+        if deadline is not None and not steps & 4095 and time.monotonic() > deadline:
+            raise LiteralError("value too large to read within its time limit")
         m = (one if stack[-1][0] in ("dict", "root") else many)(text, pos)
         if m is None:
             raise LiteralError(f"not a plain value (at character {pos})")
@@ -240,7 +247,7 @@ def _split_runs(children: list) -> list:
 # ------------------------------------------------------------------ canonical text
 
 
-def canonical(tree: tuple, budget: int | None = None) -> str:
+def canonical(tree: tuple, budget: int | None = None, deadline: float | None = None) -> str:
     """The canonical text of ``tree``. Lists and tuples stream into the output; only sorted
     containers (sets, dicts) render their elements as separate texts, and the characters so
     copied are bounded by ``budget`` (default: ``_COPY_FACTOR`` x 1 MiB)."""
@@ -248,10 +255,13 @@ def canonical(tree: tuple, budget: int | None = None) -> str:
     out: list = []
     sinks: list = []
     todo: list = [("v", tree)]
-    copied = 0
+    copied = steps = 0
     while todo:
         item = todo.pop()
         op = item[0]
+        steps += 1
+        if deadline is not None and not steps & 4095 and time.monotonic() > deadline:
+            raise LiteralError("value too large to record within its time limit")
         if op == "s":
             out.append(item[1])
             continue

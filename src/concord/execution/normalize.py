@@ -11,6 +11,7 @@ is an ``error`` for that candidate only.
 from __future__ import annotations
 
 import json
+import time
 
 from concord.execution import literals
 from concord.execution.harness import _encoder
@@ -49,17 +50,19 @@ def parse_value(text: str):
     return literals.to_python(literals.parse(text))
 
 
-def canonical_value(text: str) -> str | None:
-    """The canonical text of the plain value ``text`` denotes, or None when it denotes none.
-    Linear in ``text`` and hash-free (see :mod:`concord.execution.literals`)."""
+def canonical_value(text: str, deadline: float | None = None) -> str | None:
+    """The canonical text of the plain value ``text`` denotes, or None when it denotes none (or
+    cannot be read before ``deadline``). Linear in ``text`` and hash-free (see
+    :mod:`concord.execution.literals`)."""
     try:
-        return literals.canonical(literals.parse(text))
+        return literals.canonical(literals.parse(text, deadline=deadline), deadline=deadline)
     except literals.LiteralError:
         return None
 
 
-def to_outcome(event: dict, mode: str) -> Outcome:
-    """A runner event as an Outcome; anything malformed is an error, never an ``ok``."""
+def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcome:
+    """A runner event as an Outcome; anything malformed is an error, never an ``ok``. Reading a
+    return value takes at most ``timeout_s`` (the candidate's own limit); past it, an error."""
     status, raw, error = event.get("status"), event.get("raw"), event.get("error")
     if status not in STATUSES:
         return Outcome("error", None, "malformed result")
@@ -72,5 +75,13 @@ def to_outcome(event: dict, mode: str) -> Outcome:
         return Outcome("ok", normalize_stdout(raw))
     if mode == "humaneval":
         return Outcome("ok", "passed") if raw == "passed" else Outcome("error", None, "malformed result")
-    text = canonical_value(raw) if event.get("plain") is True else None
+    if event.get("plain") is not True:
+        return Outcome("ok", REPR_PREFIX + raw)
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    try:
+        text = literals.canonical(literals.parse(raw, deadline=deadline), deadline=deadline)
+    except literals.LiteralError as exc:
+        if "time limit" in str(exc):
+            return Outcome("error", None, str(exc))
+        text = None
     return Outcome("ok", text if text is not None else REPR_PREFIX + raw)

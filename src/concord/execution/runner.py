@@ -266,7 +266,7 @@ class _Worker:
                 raise SandboxError(f"sandbox runner failed: {event.get('error')}")
             if event.get("k") != expect:
                 raise SandboxError(f"sandbox runner reported input {event.get('k')} where {expect} was due")
-            outcomes[expect] = to_outcome(event, mode)
+            outcomes[expect] = to_outcome(event, mode, limits.timeout_s)
             expect += 1
 
 
