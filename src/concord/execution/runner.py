@@ -233,7 +233,16 @@ class _Worker:
             self._start()
         if self.cgroup:
             # humaneval: the check process shares the candidate's group
-            self.cgroup.set_limits(limits.memory_mb, limits.max_procs + (1 if mode == "humaneval" else 0))
+            procs = limits.max_procs + (1 if mode == "humaneval" else 0)
+            try:
+                self.cgroup.set_limits(limits.memory_mb, procs)
+            except OSError:  # e.g. a lower memory limit than the group's current charge: start afresh
+                self._kill()
+                self.cgroup.remove()
+                self.cgroup = cgroups.worker_cgroup()
+                self._start()
+                if self.cgroup:
+                    self.cgroup.set_limits(limits.memory_mb, procs)
         self.jobs += 1
         job = {
             "id": self.jobs, "program": program, "inputs": inputs, "start": start, "mode": mode,
