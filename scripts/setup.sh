@@ -8,13 +8,14 @@ LOCK=requirements/cpu.lock
 STAMP=.venv/.concord-installed
 PY=${PYTHON:-python3}
 
-# The code sandbox (concord.execution) isolates candidate programs with bubblewrap.
-if ! command -v bwrap >/dev/null 2>&1; then
+# The code sandbox (concord.execution) isolates candidate programs with bubblewrap and a seccomp
+# filter built with libseccomp (pyseccomp, pinned in the lock, loads libseccomp.so.2).
+if ! command -v bwrap >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "[setup] installing bubblewrap (Debian package) for the code sandbox"
-    (apt-get install -y -qq bubblewrap >/dev/null 2>&1) || (apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap >/dev/null)
+    echo "[setup] installing bubblewrap and libseccomp2 (Debian packages) for the code sandbox"
+    (apt-get install -y -qq bubblewrap libseccomp2 >/dev/null 2>&1) || (apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap libseccomp2 >/dev/null)
   else
-    echo "[setup] warning: bubblewrap (bwrap) is missing and cannot be installed here; code execution will refuse to run" >&2
+    echo "[setup] warning: bubblewrap (bwrap) or libseccomp2 is missing and cannot be installed here; code execution will refuse to run" >&2
   fi
 fi
 

@@ -285,12 +285,23 @@ def test_allow_list_shows_the_interpreter_and_its_libraries_only():
     assert not any(sb._is_within(str(sb.REPO_ROOT), p) for p in paths)
 
 
-def test_limits_fall_back_to_rlimits_with_one_warning(caplog):
+def test_limits_fall_back_to_rlimits_with_one_warning(caplog, monkeypatch):
+    # On a host with cgroups, $CONCORD_CGROUPS=off takes the fallback path for real.
     if cgroups.cgroups_available():
-        pytest.skip("cgroups v2 are available here: no fallback to test")
+        monkeypatch.setenv(cgroups.ENV_CGROUPS, "off")
     cgroups._warned.clear()
     with caplog.at_level(logging.WARNING, logger="concord.execution.cgroups"):
         assert cgroups.worker_cgroup() is None
         assert cgroups.worker_cgroup() is None
     warnings = [r for r in caplog.records if "rlimits" in r.getMessage()]
-    assert len(warnings) == 1 and "cgroups v2 unavailable" in warnings[0].getMessage()
+    assert len(warnings) == 1 and "cgroups unavailable" in warnings[0].getMessage()
+    # and candidates still run, limited, under the fallback
+    runner._POOL.close_all()
+    try:
+        rows = run_programs(["print(int(input()) + 1)", "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))",
+                             "import posix\nprint(posix.memfd_create('x'))"], ["1"], mode="stdin", timeout_s=5.0,
+                            memory_mb=128, workers=1)
+    finally:
+        runner._POOL.close_all()
+    assert rows[0][0].output == "2"
+    assert rows[1][0].status == "error" and rows[2][0].status == "error", rows

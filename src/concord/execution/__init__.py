@@ -5,16 +5,21 @@ N x K matrix of :class:`Outcome`. The parts:
 
 * :mod:`~concord.execution.runner` -- the trusted parent: a pool of sandboxed workers, the
   protocol to them, :func:`run_programs`;
-* :mod:`~concord.execution.harness` -- what runs inside a sandbox: a trusted runner that forks one
-  isolated child per unit of work; the child runs candidate code the way the reference harness
-  does (modes ``stdin``, ``call``, ``humaneval``);
+* :mod:`~concord.execution.harness` -- what runs inside a sandbox: a trusted runner and a pristine
+  zygote that forks one isolated child per unit of work (own PID, mount and IPC namespaces,
+  seccomp); the child runs candidate code the way the reference harness does (modes ``stdin``,
+  ``call``, ``humaneval``);
 * :mod:`~concord.execution.sandbox` -- the bubblewrap sandbox and its allow-listed filesystem;
-* :mod:`~concord.execution.cgroups` -- per-candidate memory/process/CPU totals (cgroups v2, or
-  rlimits with one warning);
+* :mod:`~concord.execution.seccomp` -- the libseccomp filter every candidate child installs;
+* :mod:`~concord.execution.cgroups` -- per-candidate memory/process/CPU totals (cgroups v2 or v1,
+  or rlimits with one warning);
+* :mod:`~concord.execution.literals` -- the trusted side's linear, hash-free reader of return
+  values (canonical text, ``==`` against JSON);
 * :mod:`~concord.execution.normalize` -- trusted-side normalisation of outputs (what the vote
   compares, exactly);
 * :mod:`~concord.execution.compare` -- LiveCodeBench's grading comparison of an output with an
   expected output;
+* ``docs/sandbox.md`` -- threat model and measure for each;
 * :mod:`~concord.execution.outcome` -- :class:`Outcome`, :class:`Limits`, the modes.
 """
 

@@ -1,4 +1,16 @@
-"""Per-candidate totals (memory, processes, CPU) through cgroups v2, or rlimits when we cannot.
+"""Per-candidate totals (memory, processes, CPU) through cgroups v2 or v1, or rlimits when we cannot.
+
+*Threats answered: memory a candidate holds outside its address space* (System V segments,
+memfds, tmpfs pages, pipe and socket buffers: a memory cgroup charges them all, RLIMIT_AS none),
+*process counts per candidate rather than per uid, and CPU a neighbour steals* (each worker's
+candidate group has an equal share and at most one CPU, however many processes or sessions it
+makes).
+
+cgroup v1 / hybrid hosts (``memory``, ``pids``, ``cpu``, ``cpuacct`` mounted as v1 hierarchies,
+as on this project's machines): :class:`V1WorkerCgroup` makes ``concord-<pid>/w<n>`` under this
+process's own group in each hierarchy, with ``memory.limit_in_bytes`` = ``memory.memsw.limit_in_bytes``
+(no swap), ``pids.max``, ``cpu.cfs_quota_us`` of one CPU, and ``cpuacct.usage`` read for the
+candidate's CPU time. The sandbox's zygote joins them once; every child it forks starts inside.
 
 Each worker gets a cgroup ``concord-<pid>/w<n>`` under this process's own cgroup, split into
 ``runner`` (bubblewrap and the trusted runner; unlimited) and ``candidate``, which each child
@@ -97,7 +109,19 @@ def _make_base() -> Path:
 
 
 class WorkerCgroup:
-    """One worker's ``runner`` and ``candidate`` groups."""
+    """One worker's ``runner`` and ``candidate`` groups (cgroup v2)."""
+
+    def binds(self, mount: str) -> list[tuple[str, str]]:
+        return [(str(self.candidate), mount)]
+
+    def procs(self, mount: str) -> list[str]:
+        return [f"{mount}/cgroup.procs"]
+
+    def cpu_usage(self, mount: str) -> str:
+        return f"{mount}/cpu.stat"
+
+    def extra_pids(self) -> int:
+        return 2  # the zygote and, while it forks a child, its intermediate process
 
     def __init__(self) -> None:
         self.root = _base() / f"w{next(_counter)}"
@@ -115,7 +139,7 @@ class WorkerCgroup:
         _write(self.candidate / "memory.max", str(memory_mb * 1024 * 1024))
         if (self.candidate / "memory.swap.max").exists():
             _write(self.candidate / "memory.swap.max", "0")
-        _write(self.candidate / "pids.max", str(max_procs))
+        _write(self.candidate / "pids.max", str(max_procs + self.extra_pids()))
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the runner group (before its first instruction)."""
@@ -129,31 +153,169 @@ class WorkerCgroup:
                 pass  # processes still dying; the kernel frees an empty group when removed later
 
 
-def worker_cgroup() -> WorkerCgroup | None:
-    """A fresh worker cgroup, or None (rlimits instead) with one warning per process."""
+V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
+_v1_state: dict[int, dict[str, Path] | CgroupUnavailable] = {}
+
+
+def _v1_bases() -> dict[str, Path]:
+    """``concord-<pid>`` under our own group in each v1 hierarchy we need (once per process)."""
+    pid = os.getpid()
+    if pid not in _v1_state:
+        try:
+            _v1_state[pid] = _make_v1_bases()
+        except (OSError, CgroupUnavailable) as exc:
+            _v1_state[pid] = exc if isinstance(exc, CgroupUnavailable) else CgroupUnavailable(exc.strerror or str(exc))
+    result = _v1_state[pid]
+    if isinstance(result, CgroupUnavailable):
+        raise result
+    return result
+
+
+def _make_v1_bases() -> dict[str, Path]:
+    mounts: dict[str, str] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields = right.split()
+        if fields[:1] == ["cgroup"] and len(fields) >= 3:
+            for opt in fields[2].split(","):
+                if opt in V1_CONTROLLERS:
+                    mounts[opt] = left.split()[4]
+    own: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(","):
+            own[c] = path
+    missing = [c for c in V1_CONTROLLERS if c not in mounts or c not in own]
+    if missing:
+        raise CgroupUnavailable(f"cgroup v1 controllers {missing} are not mounted")
+    bases = {}
+    for c in V1_CONTROLLERS:
+        base = Path(mounts[c]) / own[c].lstrip("/") / f"concord-{os.getpid()}"
+        try:
+            base.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise CgroupUnavailable(f"cannot create {base}: {exc.strerror}") from None
+        bases[c] = base
+    return bases
+
+
+class V1WorkerCgroup:
+    """One worker's candidate group in each cgroup v1 hierarchy (memory, pids, cpu, cpuacct)."""
+
+    def __init__(self) -> None:
+        n = next(_counter)
+        self.groups = {c: base / f"w{n}" for c, base in _v1_bases().items()}
+        for group in self.groups.values():
+            group.mkdir()
+        cpu = self.groups["cpu"]
+        _write(cpu / "cpu.cfs_period_us", "100000")
+        _write(cpu / "cpu.cfs_quota_us", "100000")  # one CPU
+        self.candidate = self.groups["memory"]
+        self._limits: tuple | None = None
+        self.baseline = 0
+
+    def binds(self, mount: str) -> list[tuple[str, str]]:
+        return [(str(g), f"{mount}/{c}") for c, g in self.groups.items()]
+
+    def procs(self, mount: str) -> list[str]:
+        return [f"{mount}/{c}/cgroup.procs" for c in self.groups]
+
+    def cpu_usage(self, mount: str) -> str:
+        return f"{mount}/cpuacct/cpuacct.usage"
+
+    def extra_pids(self) -> int:
+        return 2  # the zygote and, while it forks a child, its intermediate process
+
+    def set_limits(self, memory_mb: int, max_procs: int) -> None:
+        if self._limits == (memory_mb, max_procs):
+            return
+        memory = self.groups["memory"]
+        if not self.baseline:  # the zygote's own pages are charged here too: not the candidate's
+            try:
+                self.baseline = int((memory / "memory.usage_in_bytes").read_text())
+            except (OSError, ValueError):
+                self.baseline = 0
+        limit = memory_mb * 1024 * 1024 + self.baseline
+        files = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
+        if not (memory / files[1]).exists():
+            files = files[:1]
+        try:
+            for name in files:
+                _write(memory / name, str(limit))
+        except OSError:  # memsw must stay >= the limit: lowering goes the other way round
+            for name in reversed(files):
+                _write(memory / name, str(limit))
+        _write(self.groups["pids"] / "pids.max", str(max_procs + self.extra_pids()))
+        self._limits = (memory_mb, max_procs)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return argv  # the runner stays where it is; the zygote joins the candidate groups
+
+    def remove(self) -> None:
+        for group in self.groups.values():
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+
+
+ENV_CGROUPS = "CONCORD_CGROUPS"  # "off": rlimits only (the fallback, e.g. to test it on a host with cgroups)
+
+
+def worker_cgroup():
+    """A fresh worker cgroup (v2, else v1), or None (rlimits instead) with one warning per process."""
+    if os.environ.get(ENV_CGROUPS, "").lower() == "off":
+        why_v2 = why_v1 = f"disabled by ${ENV_CGROUPS}=off"
+        _warn(why_v2, why_v1)
+        return None
     try:
         return WorkerCgroup()
     except (CgroupUnavailable, OSError) as exc:
-        if not _warned.is_set():
-            _warned.set()
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            log.warning(
-                "cgroups v2 unavailable (%s): candidates get rlimits instead -- address space per process "
-                "(a candidate may use up to max_procs x memory_mb in total), process count per candidate "
-                "uid, CPU seconds per process; CPU shared per worker session only through autogroups", reason)
-        return None
+        why_v2 = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    try:
+        return V1WorkerCgroup()
+    except (CgroupUnavailable, OSError) as exc:
+        why_v1 = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    _warn(why_v2, why_v1)
+    return None
+
+
+def _warn(why_v2: str, why_v1: str) -> None:
+    if not _warned.is_set():
+        _warned.set()
+        log.warning(
+            "cgroups unavailable (v2: %s; v1: %s): candidates get rlimits instead -- address space per process "
+            "(a candidate may use up to max_procs x memory_mb in total, and kernel memory such as pipe and "
+            "socket buffers is not counted; SysV shared memory is bounded by each child's IPC namespace, "
+            "memfd is refused by seccomp), process count per candidate uid, CPU seconds per process; the "
+            "timeout counts CPU time and wall time less run-queue waits", why_v2, why_v1)
 
 
 def cgroups_available() -> bool:
-    try:
-        _base()
-        return True
-    except (CgroupUnavailable, OSError):
-        return False
+    for base in (_base, _v1_bases):
+        try:
+            base()
+            return True
+        except (CgroupUnavailable, OSError):
+            continue
+    return False
 
 
 def cleanup() -> None:
-    """Remove our base group (at exit, once every worker is gone)."""
+    """Remove our base groups (at exit, once every worker is gone)."""
+    try:
+        for base in _v1_bases().values():
+            for child in base.glob("w*"):
+                try:
+                    child.rmdir()
+                except OSError:
+                    pass
+            try:
+                base.rmdir()
+            except OSError:
+                pass
+    except (CgroupUnavailable, OSError):
+        pass
     try:
         base = _base()
     except (CgroupUnavailable, OSError):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from decimal import Decimal, InvalidOperation
 
-from concord.execution.normalize import normalize_stdout, parse_value
+from concord.execution import literals
+from concord.execution.normalize import normalize_stdout
 from concord.execution.outcome import REPR_PREFIX, normalize_mode
 
 __all__ = ["outputs_match", "call_output_matches", "stdin_output_matches"]
@@ -32,19 +33,17 @@ def outputs_match(expected: str, output: str | None, mode: str) -> bool:
 
 
 def call_output_matches(expected: str, output: str) -> bool:
+    """``prediction == json.loads(expected)`` after LiveCodeBench's top-level tuple-to-list,
+    decided on the parsed tree of the recorded output (:func:`literals.equals_json`: iterative,
+    no candidate container is built or hashed)."""
     if output.startswith(REPR_PREFIX):
         return False  # no literal form: not a value LiveCodeBench's == could equate with JSON
     try:
-        value = parse_value(output)
+        tree = literals.parse(output)
         want = json.loads(expected)
     except (ValueError, RecursionError):
         return False
-    if isinstance(value, tuple):
-        value = list(value)  # "don't penalize model if it produces tuples instead of lists"
-    try:
-        return bool(value == want)
-    except (RecursionError, TypeError, ValueError, ArithmeticError):
-        return False
+    return literals.equals_json(tree, want)
 
 
 def stdin_output_matches(expected: str, output: str) -> bool:

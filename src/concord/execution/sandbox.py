@@ -6,7 +6,11 @@ and its extension modules link against (found with ``ldd``), and the dynamic loa
 else -- ``/etc``, ``/home``, ``/root``, ``/work``, ``/var``, ``/opt``, the project, the results
 and the data -- does not exist there. ``/dev`` is a minimal device set, ``/proc`` belongs to the
 sandbox's own PID namespace, there is no network, IPC or UTS sharing, and each candidate child
-mounts its own size-capped ``/tmp`` (see :mod:`concord.execution.harness`).
+has PID, mount and IPC namespaces of its own, a size-capped ``/tmp`` and ``/dev/shm`` of its own,
+and the seccomp filter of :mod:`concord.execution.seccomp` (see :mod:`concord.execution.harness`).
+No user namespace can be made inside: the filter refuses ``unshare`` and namespace flags on
+``clone`` (bubblewrap's ``--disable-userns`` needs ``--unshare-user``, which the root path does
+not use).
 
 As root the runner keeps root inside the sandbox (it needs it to give every child its own
 namespaces and to drop it to the candidate uid); without root it runs as uid 0 of a user
@@ -53,7 +57,7 @@ class Backend:
     def isolated(self) -> bool:
         return self.name != "none"
 
-    def argv(self, harness_source: str, cgroup_dir: str | None = None) -> list[str]:
+    def argv(self, harness_source: str, cgroup_binds: list[tuple[str, str]] | None = None) -> list[str]:
         interp = [self.python, "-s", "-B", "-X", "utf8"]
         if _python_version(self.python) >= (3, 11):
             interp.append("-P")  # no script directory on sys.path
@@ -62,8 +66,8 @@ class Backend:
             return interp
         args = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",
                 "--unshare-uts", "--die-with-parent", "--new-session"]
-        if not cgroup_dir:
-            # With a worker cgroup the child must move from the runner's group into its sibling,
+        if not cgroup_binds:
+            # With a worker cgroup the zygote must move from the runner's group into its sibling,
             # which a cgroup namespace rooted at the runner's group would forbid.
             args.append("--unshare-cgroup-try")
         if not self.privileged:
@@ -78,8 +82,8 @@ class Backend:
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", path, path]
         args += ["--dev", "/dev", "--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/tmp"]
-        if cgroup_dir:
-            args += ["--bind", cgroup_dir, CGROUP_MOUNT]
+        for host, inside in cgroup_binds or ():
+            args += ["--bind", host, inside]
         args += ["--chdir", "/", "--", *interp]
         return args
 

@@ -1,0 +1,94 @@
+"""The seccomp filter every candidate child installs before its first instruction (libseccomp).
+
+Built here, in the trusted parent, with libseccomp (Debian ``libseccomp2`` through PyPI's
+``pyseccomp`` ctypes binding), exported as a raw BPF program and handed to the sandbox's runner,
+whose children install it with ``prctl(PR_SET_SECCOMP)`` after dropping privileges (the harness
+stays standard-library only). Default action: allow; the rules below refuse, each answering a
+threat (issue #25):
+
+* ``unshare``, ``clone`` with any namespace flag, ``setns`` (EPERM), ``clone3`` (ENOSYS, so libc
+  falls back to ``clone``, whose flags the filter can read): *a user namespace gives a candidate
+  a full capability set inside it -- a fresh ``/tmp`` of any size, new mounts, new IPC*;
+* ``mount``, ``umount2``, ``pivot_root``, ``chroot`` and the new mount API (``fsopen`` ...):
+  *remounting ``/tmp`` past its size, or the filesystem view*;
+* ``keyctl``, ``add_key``, ``request_key``: *the kernel keyring is not namespaced: keys are a
+  channel between candidates that outlives them*;
+* ``ptrace``, ``process_vm_readv``/``writev``, ``process_madvise``, ``pidfd_getfd``, ``kcmp``:
+  *reading or steering another process* (the check process, a neighbour);
+* ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring_*`` (whose operations bypass seccomp),
+  module and kexec calls: *kernel attack surface no solution needs*;
+* ``memfd_create``, ``memfd_secret``: *anonymous files that rlimits do not count* (where no memory
+  cgroup counts them, this is what bounds them);
+* ``setsid``: *a new session per process defeated the autogroup CPU sharing* (with cgroups the
+  CPU is shared per candidate group anyway; refusing it also keeps the rlimit fallback fair).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import tempfile
+
+__all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "NAMESPACE_FLAGS"]
+
+NAMESPACE_FLAGS = {
+    "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
+REFUSED = (
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+    "move_mount", "open_tree", "mount_setattr", "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv",
+    "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module", "finit_module", "delete_module",
+    "kexec_load", "kexec_file_load", "memfd_create", "memfd_secret", "setsid", "open_by_handle_at",
+    "name_to_handle_at", "fanotify_init", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog",
+    "lookup_dcookie", "vhangup", "iopl", "ioperm",
+)
+
+
+class SeccompUnavailable(RuntimeError):
+    """libseccomp (or its Python binding) is missing: the sandbox refuses rather than run without it."""
+
+
+@functools.lru_cache(maxsize=1)
+def filter_bpf() -> bytes:
+    """The filter as a raw BPF program (``struct sock_filter`` array)."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError) as exc:  # OSError: libseccomp.so.2 itself is missing
+        raise SeccompUnavailable(
+            f"the code sandbox needs libseccomp and its Python binding ({exc}); run scripts/setup.sh "
+            "(Debian package libseccomp2, PyPI package pyseccomp)") from None
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)  # other ABIs (i386, x32): kill
+    eperm = sc.ERRNO(errno.EPERM)
+    for name in REFUSED:
+        try:
+            f.add_rule(eperm, name)
+        except (OSError, ValueError):
+            continue  # a syscall this kernel/architecture lacks
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for flag in NAMESPACE_FLAGS.values():
+        f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    with tempfile.TemporaryFile() as out:
+        f.export_bpf(out)
+        out.flush()
+        out.seek(0)
+        program = out.read()
+    if not program or len(program) % 8:
+        raise SeccompUnavailable(f"libseccomp exported a malformed filter ({len(program)} bytes)")
+    return program
+
+
+def available() -> bool:
+    try:
+        filter_bpf()
+        return True
+    except SeccompUnavailable:
+        return False
+
+
+if __name__ == "__main__":  # pragma: no cover -- a quick look at the filter
+    print(len(filter_bpf()) // 8, "BPF instructions;", os.uname().machine)
