@@ -65,6 +65,7 @@ class Uncertainty:
     se: float
     df: float = math.inf
     kind: str = QUESTIONS  # seeds | questions | statistic
+    n: int | None = None  # the seed count of a plain mean over seeds (the pooled test needs it)
 
 
 @dataclass
@@ -111,7 +112,7 @@ def printed_uncertainty(cell: PrintedCell) -> Uncertainty | None:
         std = cell.spread if cell.spread else _spread_floor(cell)
         if seeds < 2:
             return Uncertainty(std, math.inf, SEEDS)
-        return Uncertainty(std * math.sqrt((seeds - ddof) / ((seeds - 1) * seeds)), float(seeds - 1), SEEDS)
+        return Uncertainty(std * math.sqrt((seeds - ddof) / ((seeds - 1) * seeds)), float(seeds - 1), SEEDS, seeds)
     if kind == "se":
         return Uncertainty(cell.spread or _spread_floor(cell), math.inf, QUESTIONS)
     if kind == "ci95":
@@ -156,10 +157,19 @@ def tolerance(cell: PrintedCell, value: float, run: Uncertainty | None) -> Toler
     parts: dict[str, float] = {}
     variances: list[tuple[float, float]] = []
     question_shared = paper is not None and paper.kind == QUESTIONS and run is not None and run.kind == QUESTIONS
+    pooled = (paper is not None and run is not None and paper.n and run.n and paper.kind == run.kind == SEEDS)
     if question_shared:
         larger = max((paper, run), key=lambda u: u.se)
         parts["paper" if larger is paper else "run"] = larger.se
         variances.append((larger.se ** 2, larger.df))
+    elif pooled:
+        # Both plain means over seeds: under "faithful reproduction" the seeds of both come from
+        # one distribution, so the two-sample t-test pools their variances (df = n_p + n_x - 2),
+        # exact where Welch's approximation is conservative for 3 seeds a side.
+        n_p, n_x = paper.n, run.n
+        pooled_var = ((n_p - 1) * n_p * paper.se ** 2 + (n_x - 1) * n_x * run.se ** 2) / (n_p + n_x - 2)
+        parts.update(paper=paper.se, run=run.se)
+        variances.append((pooled_var * (1 / n_p + 1 / n_x), float(n_p + n_x - 2)))
     else:
         for name, side in (("paper", paper), ("run", run)):
             if side is not None and side.se > 0:
@@ -195,7 +205,7 @@ def seed_uncertainty(std: float | None, seeds: int, ddof: int = 0) -> Uncertaint
     """SE of a mean over ``seeds`` runs from their std (``ddof`` as the run computed it)."""
     if std is None or seeds < 2 or not math.isfinite(std):
         return None
-    return Uncertainty(std * math.sqrt((seeds - ddof) / ((seeds - 1) * seeds)), float(seeds - 1), SEEDS)
+    return Uncertainty(std * math.sqrt((seeds - ddof) / ((seeds - 1) * seeds)), float(seeds - 1), SEEDS, seeds)
 
 
 def combine(parts: list[Uncertainty | None], weights: list[float]) -> Uncertainty | None:
