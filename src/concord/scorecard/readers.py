@@ -654,7 +654,14 @@ def _flip_measures(kind: str, model: str, bench: str, beneficial: int, harmful: 
 
 
 def _read_csv(path: Path) -> pd.DataFrame | None:
-    return pd.read_csv(path) if path.is_file() else None
+    """An optional table: None when absent or empty (a run without its data writes an empty file,
+    e.g. k_sweep_h1 without a k sweep)."""
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return None
 
 
 def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: Mapping,
@@ -686,9 +693,10 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
             n = _int(row.get("n"), n_questions)
             add(f"accuracy:{model}:{bench}:{row['method']}", 100 * float(row["accuracy"]), f"{rel_dir}/accuracy.csv",
                 proportion_uncertainty(100 * float(row["accuracy"]), n), spread, extra={"n_questions": str(n)})
-    if "significance" in tables and (analysis / "significance.csv").is_file():
+    sig = _read_csv(analysis / "significance.csv") if "significance" in tables else None
+    if sig is not None:
         rel = f"{rel_dir}/significance.csv"
-        sig = _from_percent(pd.read_csv(analysis / "significance.csv"), ("delta", "ci_lo", "ci_hi"))
+        sig = _from_percent(sig, ("delta", "ci_lo", "ci_hi"))
         _require(sig, ("method", "baseline", "mcnemar_p"), rel)
         for row in sig[sig["method"] == "scmoa"].itertuples(index=False):
             row = row._asdict()
@@ -711,9 +719,9 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
                              f"columns 'Synthesis correct', 'Synthesis wrong', 'Total' ({exc} missing)") from None
         out += _flip_measures("pre", model, bench, beneficial, harmful, stats.mcnemar(beneficial, harmful), n, rel,
                               {**setting, "n_questions": str(n)}, group)
-    if "flips" in tables and (analysis / "flips.csv").is_file():
+    flips = _read_csv(analysis / "flips.csv") if "flips" in tables else None
+    if flips is not None:
         rel = f"{rel_dir}/flips.csv"
-        flips = pd.read_csv(analysis / "flips.csv")
         _require(flips, ("beneficial", "harmful", "mcnemar_p"), rel)
         for row in flips.itertuples(index=False):
             row = row._asdict()
@@ -740,18 +748,18 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
             if delta is not None:
                 se = Uncertainty((hi - lo) / 3.92) if lo is not None and hi is not None else None
                 add(f"k_sweep_delta:{model}:{bench}:{k}", delta, rel, se, extra={"k": str(k)})
-    if "table21_override" in tables and (analysis / "table21_override.csv").is_file():
+    frame = _read_csv(analysis / "table21_override.csv") if "table21_override" in tables else None
+    if frame is not None:
         rel = f"{rel_dir}/table21_override.csv"
-        frame = pd.read_csv(analysis / "table21_override.csv")
         if "override_rate_pct" in frame.columns and len(frame):
             row = frame.iloc[0].to_dict()
             n = _int(row.get("n"), n_questions)
             rate = _finite(row["override_rate_pct"])
             if rate is not None:
                 add(f"override_rate_pct:{model}:{bench}", rate, rel, proportion_uncertainty(rate, n))
-    if "error_correlation" in tables and (analysis / "error_correlation.csv").is_file():
+    frame = _read_csv(analysis / "error_correlation.csv") if "error_correlation" in tables else None
+    if frame is not None:
         rel = f"{rel_dir}/error_correlation.csv"
-        frame = pd.read_csv(analysis / "error_correlation.csv")
         if {"condition", "rho_bar"} <= set(frame.columns):
             for row in frame.to_dict("records"):
                 key = next((v for k, v in RHO_CONDITIONS.items() if k in str(row["condition"])), None)
@@ -759,9 +767,9 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
                 se = Uncertainty((hi - lo) / 3.92) if lo is not None and hi is not None else None
                 if key:
                     add(f"rho_bar:{model}:{bench}:{key}", row["rho_bar"], rel, se)
-    if "table37_information_ladder" in tables and (analysis / "table37_information_ladder.csv").is_file():
+    frame = _read_csv(analysis / "table37_information_ladder.csv") if "table37_information_ladder" in tables else None
+    if frame is not None:
         rel = f"{rel_dir}/table37_information_ladder.csv"
-        frame = pd.read_csv(analysis / "table37_information_ladder.csv")
         _require(frame, ("condition", "accuracy_pct"), rel)
         for i, row in enumerate(frame.to_dict("records")):
             view = "majority_vote" if i == 0 else LADDER_VIEWS.get(str(row["condition"]).replace("−", "-"))
@@ -775,7 +783,13 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
                 ses = _flip_uncertainties(int(ben), int(harm), n_questions)
                 add(f"ladder:{model}:{bench}:{view}:beneficial", ben, rel, ses["beneficial"])
                 add(f"ladder:{model}:{bench}:{view}:harmful", harm, rel, ses["harmful"])
-                add(f"ladder:{model}:{bench}:{view}:ratio", row.get("ratio"), rel, ses.get("flip_ratio"))
+                ratio = row.get("ratio") if harm else (math.inf if ben else math.nan)
+                if ratio is not None and not (isinstance(ratio, float) and math.isnan(ratio)) and _finite(ratio) is None:
+                    # No harmful flips: an infinite ratio, beyond any printed one.
+                    out.append(Reproduced("scmoa", f"ladder:{model}:{bench}:{view}:ratio", math.inf, rel, "",
+                                          dict(setting), ["no harmful flips: the ratio is infinite"], True, None, group))
+                else:
+                    add(f"ladder:{model}:{bench}:{view}:ratio", ratio, rel, ses.get("flip_ratio"))
                 p = row.get("p_holm") if _finite(row.get("p_holm")) is not None else row.get("p")
                 add(f"ladder:{model}:{bench}:{view}:p", p, rel)
     if "summary" in tables and (analysis / "summary.json").is_file():
