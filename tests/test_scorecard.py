@@ -450,3 +450,20 @@ def test_the_printed_tables_reproduce_themselves_and_expose_the_texts_anomalies(
     outside = {k for k, v in verdicts.items() if v == "outside"}
     assert outside == {"s5.table1_mean_delta_core"}
     assert verdicts["abstract.overall_mean_delta_core"] == verdicts["s6.core_minus_cisc.table1"] == "within"
+
+
+def test_a_run_outside_the_papers_setting_says_so_on_every_page(tmp_path):
+    """Only analogues (a tiny model on the synthetic benchmark): the summary carries the banner the
+    paper pages carry, and the printed cells say "analogue computed", naming the analogue."""
+    root = tmp_path / "results"
+    table = _write(root / "tables/table1.csv", pd.DataFrame([_core_row("tiny", "synthetic", seeds=1)]))
+    out = tmp_path / "scorecard"
+    build([table], root, PAPER_CONFIG, out)
+    for page in ("summary.md", "summary.html", "core.md", "core.html"):
+        assert "This run is not the paper" in (out / page).read_text(), page  # (HTML escapes the ')
+    core = pd.read_csv(out / "core.csv", keep_default_na=False).set_index("id")
+    row = core.loc["t1.qwen2.5-math-1.5b.amc.core"]
+    assert row["verdict"] == "analogue computed" and row["analogues"] == "pass_at_1:tiny:synthetic:core"
+    assert core.loc["fig5a.wins", "verdict"] == "not run"  # nothing like it was computed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["papers"]["core"]["analogue computed"] > 0 and summary["papers"]["core"]["compared"] == 0
