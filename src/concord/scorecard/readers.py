@@ -430,24 +430,18 @@ def read_core_recovery(path: Path, rel: str, config: Mapping, model: str, bench:
 
 
 def recovery_aggregates(records: Sequence[Reproduced], config: Mapping) -> list[Reproduced]:
-    """Figure 4's operative threshold over every measured cell (§6: ≈0.29 r), and Proposition 2's
-    barycenter threshold for 8 correct vs 24 wrong roll-outs at the run's alpha (§3.3: ≈3.3 c_w)."""
-    out = []
+    """Figure 4's operative threshold over every measured cell (§6: ≈0.29 r).
+
+    §3.3's ≈3.3 c_w is Proposition 2 evaluated at the paper's alpha, a number of the analysis rather
+    than of a run (tests/test_propositions.py checks the proposition): the scorecard computes none.
+    """
     factors = [r for r in records if r.measure.startswith("recovery_factor:")]
-    if factors:
-        value = sum(r.value for r in factors) / len(factors)
-        out.append(Reproduced("core", "recovery_region:threshold_factor", value, ", ".join(r.source for r in factors),
-                              "", {"cells": str(len(factors))},
-                              ["mean of exp(-δ/τ) over the cells with recovery analyses"]))
-    alpha = _finite(_section(config, "consensus").get("alpha"))
-    if alpha is not None and any(r.paper == "core" for r in records):
-        # Lemma 5: a unit-affinity class of n roll-outs scores (n - 1 - alpha) / n; the barycenter
-        # start needs n* mu* > m mu_w, i.e. c*/c_w > (m - 1 - alpha) / (n* - 1 - alpha).
-        value = (24 - 1 - alpha) / (8 - 1 - alpha)
-        out.append(Reproduced("core", "recovery_region:threshold_8v24", value, "config consensus.alpha", "",
-                              {"alpha": fmt_setting(alpha)}, [f"(24 - 1 - α) / (8 - 1 - α) at α = {alpha:g}"],
-                              uncertainty=Uncertainty(0.0)))
-    return out
+    if not factors:
+        return []
+    value = sum(r.value for r in factors) / len(factors)
+    setting = {"cells": str(len(factors)), "n_rollouts": factors[0].setting.get("n_rollouts", "unknown")}
+    return [Reproduced("core", "recovery_region:threshold_factor", value, ", ".join(r.source for r in factors), "",
+                       setting, ["mean of exp(-δ/τ) over the cells with recovery analyses"])]
 
 
 # ------------------------------------------------------------------ FMV
