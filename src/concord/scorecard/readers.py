@@ -215,6 +215,12 @@ class CoreQuestions:
         return "unknown", "no artifact records it"
 
 
+def config_seeds(config: Mapping) -> int:
+    """The number of seeds the config runs (0 when it names none)."""
+    seeds = config.get("seeds")
+    return len(seeds) if isinstance(seeds, (list, tuple)) else 0
+
+
 def _core_cell_setting(base: Mapping[str, str], config: Mapping, questions: CoreQuestions, benchmark: str,
                        seeds: int, row: Mapping, arm: str) -> dict[str, str]:
     count = _finite(row.get("n_questions"))
@@ -244,7 +250,8 @@ def read_core_table(path: Path, rel: str, config: Mapping, questions: CoreQuesti
             mean = _finite(row[f"{arm}_mean"])
             if mean is None:
                 continue
-            n = _int(row.get(f"{arm}_n"))
+            # A table without seed counts ran the config's seeds.
+            n = _int(row.get(f"{arm}_n")) or config_seeds(config)
             std = _finite(row.get(f"{arm}_std"))
             setting = _core_cell_setting(base_setting, config, questions, str(row["benchmark"]), n, row, arm)
             se = seed_uncertainty(std, n, ddof)
@@ -327,8 +334,8 @@ def read_core_figure5a(path: Path, rel: str, config: Mapping, records: Sequence[
     by_measure = {r.measure: r for r in records}
     seeds = [_int(by_measure[m].setting.get("seeds")) for mdl, b in zip(cells["model"], cells["benchmark"])
              for m in (f"pass_at_1:{mdl}:{b}:core", f"pass_at_1:{mdl}:{b}:cisc") if m in by_measure]
-    if not seeds and isinstance(config.get("seeds"), (list, tuple)):
-        seeds = [len(config["seeds"])]  # the cells' tables were not read: the seeds the config runs
+    if not seeds and config_seeds(config):
+        seeds = [config_seeds(config)]  # the cells' tables were not read: the seeds the config runs
     setting = {**core_setting(config), "cells": str(len(cells)),
                "benchmarks": "+".join(sorted(set(map(str, cells["benchmark"])))),
                "models": "+".join(sorted(set(map(str, cells["model"])))),
@@ -351,7 +358,7 @@ def read_core_figure3(path: Path, rel: str, config: Mapping) -> list[Reproduced]
     for row in frame.itertuples(index=False):
         row = row._asdict()
         value = _finite(row["steps_saved_pct"])
-        seeds = _int(row.get("n_seeds"), 0)
+        seeds = _int(row.get("n_seeds"), 0) or config_seeds(config)
         setting = {"n_vote": core_setting(config)["n_vote"], "seeds": str(seeds) if seeds else "unknown",
                    "epochs": core_epochs(config, str(row["benchmark"]))}
         notes = []

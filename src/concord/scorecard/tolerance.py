@@ -21,6 +21,11 @@ where
     the printed digits' rounding as a uniform error: ``2r / sqrt(12)`` for half a unit ``r`` in
     the last digit; a derived number (``86.5 - 6.1``) sums the variances of every rounded literal.
 
+Two plain means over seeds (a CoRE arm printed as mean ± std, reproduced over the run's seeds) are
+compared by the pooled two-sample t-test, ``df = s_paper + s_run - 2``: a faithful reproduction's
+seeds and the paper's come from one distribution, so the test is exact where Welch's approximation
+is conservative with 3 seeds a side.
+
 Two spreads that describe *question sampling* (FMV's bootstrap SE, SC-MoA's Clopper-Pearson CI,
 and a single run's binomial SE) measure the same source of noise on the same benchmark
 questions, so they are not added: the larger one counts (``max(SE_paper, SE_run)``). A number
