@@ -18,7 +18,12 @@ _SCORECARD_FIDELITY = [
     p for p in [_scorecard_path.join(workflow.basedir, "docs/fidelity.md")] if _scorecard_path.isfile(p)
 ]
 _SCORECARD_CONFIG = as_json(
-    {k: config[k] for k in ("run_name", "evaluation", "training", "fmv", "scmoa", "report", "models") if k in config}
+    {
+        k: config[k]
+        for k in ("run_name", "evaluation", "training", "fmv", "scmoa", "report", "models", "benchmarks", "consensus",
+                  "rollouts", "seeds")
+        if k in config
+    }
 )
 _SCORECARD_PAGES = {"summary": "Summary", "core": "CoRE", "fmv": "FMV", "scmoa": "SC-MoA"}
 

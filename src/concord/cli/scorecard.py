@@ -38,9 +38,9 @@ def run_scorecard(args: argparse.Namespace) -> int:
         raise SystemExit(f"scorecard: {exc}") from None
     summary = json.loads((Path(out_dir) / "summary.json").read_text(encoding="utf-8"))
     for paper, counts in summary["papers"].items():
-        log.info("%s: %d printed, %d within, %d outside, %d different setting, %d not run", paper,
-                 counts["printed"], counts["within"], counts["outside"], counts["different setting"],
-                 counts["not run"])
+        log.info("%s: %d printed, %d within, %d outside, %d different setting, %d analogue computed, %d not run",
+                 paper, counts["printed"], counts["within"], counts["outside"], counts["different setting"],
+                 counts["analogue computed"], counts["not run"])
     return 0
 
 

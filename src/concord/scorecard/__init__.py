@@ -3,8 +3,8 @@
 The printed numbers ship as data (``printed/{core,fmv,scmoa}.csv``, see :mod:`.printed`); the
 produced ones are read from the run's table files by their documented paths and columns
 (:mod:`.readers` -- this shared layer imports no paper package); :mod:`.compare` gives each printed
-number a difference and a verdict (within the paper's spread, outside it, a different setting, not
-run); :mod:`.fidelity` links rows to the choices ``docs/fidelity.md`` records; :mod:`.render`
+number a difference and a verdict (within or outside a 95% tolerance built by :mod:`.tolerance` from
+both sides' uncertainty, a different setting, an analogue computed, not run); :mod:`.fidelity` links rows to the choices ``docs/fidelity.md`` records; :mod:`.render`
 writes per paper a CSV, a Markdown and an HTML page, and a summary.
 
 Example::

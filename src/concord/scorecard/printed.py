@@ -24,7 +24,9 @@ One row per printed number. Columns:
     ``key=value`` pairs (``;``-separated) of the paper's setting for this number that a run must
     share for a comparison to mean anything (e.g. ``eval_k=16``); see ``SETTING_LABELS``.
 ``source``
-    ``table`` (a cell of a table whose body the seed text holds), ``text`` (a number quoted in
+    ``table`` (a cell of a tab-separated table the seed text holds), ``table_text`` (a cell of a
+    table whose body the seed holds as run-together text, e.g. SC-MoA's "Self-MoA64.17": the
+    quote is the row up to and including the cell, so it ends with the value), ``text`` (a number quoted in
     the running text or a caption) or ``derived`` (computed from quoted numbers by ``formula``,
     e.g. "SC-MoA reaches 86.5% (+6.1 pp over SC)" gives SC = 86.5 - 6.1).
 ``quote``
@@ -55,7 +57,7 @@ SEED_PREFIX: dict[str, str] = {"core": "000", "fmv": "003", "scmoa": "004"}
 COLUMNS: tuple[str, ...] = ("id", "table", "row", "column", "measure", "value", "spread_kind", "spread", "ci_lo",
                             "ci_hi", "setting", "source", "quote", "formula", "note")
 SPREAD_KINDS: tuple[str, ...] = ("std", "se", "arm_std", "ci95", "none", "lower_bound", "upper_bound")
-SOURCES: tuple[str, ...] = ("table", "text", "derived")
+SOURCES: tuple[str, ...] = ("table", "table_text", "text", "derived")
 
 # What each setting key means, for the "different setting" explanations.
 SETTING_LABELS: dict[str, str] = {
@@ -72,7 +74,24 @@ SETTING_LABELS: dict[str, str] = {
     "k": "samples per perturbation k",
     "sc_k": "self-consistency samples",
     "comparisons": "SC-MoA-vs-baseline comparisons",
+    "seeds": "seeds (at least)",
+    "epochs": "training epochs",
+    "n_rollouts": "roll-outs per question",
+    "aggregator": "aggregator model",
+    "perturbation": "perturbation",
+    "alpha": "consensus alpha",
 }
+# Setting keys a run may exceed: more seeds than the paper's is the paper's setting, better measured.
+AT_LEAST_KEYS: frozenset[str] = frozenset({"seeds"})
+
+# The question counts of CoRE's benchmarks (the scale a run must share): AMC 83 (TTRL's AMC set),
+# AIME 2024 30, MATH-500 500 and its level-4/5 subsets 128/134 (Appendix H: "MATH level 4 (128
+# questions"), GPQA-Diamond 198 (§4: "the 198-question GPQA-Diamond subset").
+CORE_QUESTIONS: dict[str, int] = {"amc": 83, "aime2024": 30, "math500": 500, "math_l4": 128, "math_l5": 134,
+                                  "gpqa_diamond": 198}
+# TTRL's training epochs per benchmark (80 AIME / 30 AMC / 10 MATH; GPQA as MATH), config/paper.yaml.
+CORE_EPOCHS: dict[str, int] = {"aime2024": 80, "amc": 30, "math500": 10, "math_l4": 10, "math_l5": 10,
+                               "gpqa_diamond": 10}
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,22 @@ from concord.scorecard.printed import PAPERS, SEED_PREFIX, PrintedCell
 from concord.scorecard.readers import Reproduced
 
 LEGEND = (
-    "**within**: the run shares the paper's setting and lies within the paper's reported spread "
-    "(± its std over seeds or bootstrap SE, inside its 95% CI, a CoRE Δ within its arm's std, or, where the "
-    "paper prints no spread, equal at the printed precision; half a unit in the last printed digit is always "
-    "allowed for the paper's rounding). **outside**: the same setting, beyond that spread. "
-    "**different setting**: the run produced this number under another setting (named in the setting "
-    "column); both are shown, nothing is judged. "
+    "**within**: the run shares the paper's setting (questions, seeds, training, N, k included) and passes a "
+    "two-sided 95% test of \"same quantity\": the difference is at most the tolerance shown, built from the "
+    "paper's printed spread (its seed count and ddof), the run's own standard error and the printed digits' "
+    "rounding (docs/scorecard.md). **outside**: the same setting, beyond that tolerance. "
+    "**different setting**: the run produced this number under another setting (named); both are shown, "
+    "nothing is judged and no difference is given. "
+    "**analogue computed**: the run computed this quantity for another model or benchmark (named), not this one. "
     "**not run**: the run produced no such number."
 )
+BANNER = ("This run is not the paper's setting. Its numbers stand beside the printed ones they correspond to, or in "
+          "the table of numbers the paper does not print, but none is judged against the paper.")
 
 CSV_COLUMNS = ("id", "table", "row", "column", "measure", "printed", "spread_kind", "spread", "ci_lo", "ci_hi",
-               "reproduced", "reproduced_spread", "difference", "verdict", "setting_differences", "notes",
-               "fidelity", "produced_file", "printed_note")
+               "reproduced", "reproduced_spread", "reproduced_se", "difference", "tolerance", "verdict",
+               "setting_differences", "reproduced_setting", "analogues", "notes", "fidelity", "produced_file",
+               "printed_note")
 
 
 def _decimals(text: str) -> int:
@@ -79,18 +83,33 @@ def scorecard_frame(rows: Sequence[Row]) -> pd.DataFrame:
             "printed": cell.value, "spread_kind": cell.spread_kind, "spread": cell.spread, "ci_lo": cell.ci_lo,
             "ci_hi": cell.ci_hi, "reproduced": None if rep is None else rep.value,
             "reproduced_spread": "" if rep is None else rep.spread,
-            "difference": row.difference, "verdict": row.verdict,
+            "reproduced_se": None if rep is None or rep.uncertainty is None else rep.uncertainty.se,
+            "difference": row.difference,
+            "tolerance": None if row.tolerance is None else row.tolerance.half_width, "verdict": row.verdict,
             "setting_differences": "; ".join(row.setting_differences),
+            "reproduced_setting": "" if rep is None else setting_text(rep.setting),
+            "analogues": " ".join(row.analogues),
             "notes": "" if rep is None else "; ".join(rep.notes), "fidelity": " ".join(row.fidelity),
             "produced_file": "" if rep is None else rep.source, "printed_note": cell.note,
         })
     return pd.DataFrame(records, columns=list(CSV_COLUMNS))
 
 
+def setting_text(setting: Mapping[str, str]) -> str:
+    return "; ".join(f"{k}={v}" for k, v in setting.items())
+
+
+def is_not_papers_setting(counts: Mapping[str, int]) -> bool:
+    """No number judged, but numbers produced: the run is not the paper's setting."""
+    return counts["compared"] == 0 and bool(counts["different setting"] or counts.get("analogue computed")
+                                            or counts.get("unprinted"))
+
+
 def counts_sentence(counts: Mapping[str, int]) -> str:
     return (f"Of {counts['printed']} printed numbers, this run reproduced **{counts['within']}** within the "
-            f"paper's spread and **{counts['outside']}** outside it; {counts['different setting']} were produced "
-            f"in a different setting and {counts['not run']} were not run.")
+            f"paper's uncertainty and **{counts['outside']}** outside it; {counts['different setting']} were produced "
+            f"in a different setting, {counts.get('analogue computed', 0)} have an analogue computed on another "
+            f"model or benchmark and {counts['not run']} were not run.")
 
 
 def _display_rows(rows: Sequence[Row], labels: Mapping[str, str], link) -> list[dict[str, str]]:
@@ -98,6 +117,8 @@ def _display_rows(rows: Sequence[Row], labels: Mapping[str, str], link) -> list[
     for row in rows:
         cell, rep = row.cell, row.reproduced
         setting = "; ".join(row.setting_differences + ([] if rep is None else rep.notes))
+        if row.analogues:
+            setting = "analogue computed: " + ", ".join(row.analogues)
         reproduced = ""
         if rep is not None:
             reproduced = number_text(rep.value, cell.text)
@@ -105,7 +126,9 @@ def _display_rows(rows: Sequence[Row], labels: Mapping[str, str], link) -> list[
                 reproduced += f" {rep.spread}"
         out.append({
             "Row": cell.row, "Column": cell.column, "Printed": printed_text(cell), "Reproduced": reproduced,
-            "Difference": number_text(row.difference, cell.text, signed=True), "Verdict": row.verdict,
+            # A row whose setting differs shows no difference: the numbers are not comparable.
+            "Difference": number_text(row.difference, cell.text, signed=True),
+            "Tolerance": "" if row.tolerance is None else row.tolerance.text(), "Verdict": row.verdict,
             "Setting": setting, "Fidelity": " ".join(link(a, labels[a]) for a in row.fidelity if a in labels),
             "Note": cell.note,
         })
@@ -148,9 +171,8 @@ def paper_markdown(paper: str, rows: Sequence[Row], unprinted: Sequence[Reproduc
     parts = [f"# Reproduction scorecard: {PAPERS[paper]}\n",
              f"Run `{run.get('run_name', '?')}` (results `{run.get('results', '?')}`); printed numbers transcribed "
              f"from seed {SEED_PREFIX[paper]}.\n", counts_sentence(counts) + "\n", LEGEND + "\n"]
-    if counts["compared"] == 0 and (counts["different setting"] or unprinted):
-        parts.append("> **This run is not the paper's setting.** Its numbers stand beside the printed ones they "
-                     "correspond to, or in the last table, but none is judged against the paper.\n")
+    if is_not_papers_setting({**counts, "unprinted": len(unprinted)}):
+        parts.append(f"> **{BANNER}**\n")
     for table, group in _groups(rows):
         parts.append(f"## {table}\n")
         parts.append(_md_table(_display_rows(group, labels, lambda a, lab: f"[{lab}](#{a})")))
@@ -177,11 +199,13 @@ th,td{border:1px solid #ccc;padding:0.2em 0.45em;vertical-align:top}
 th{background:#f2f2f2;text-align:left}
 td.num{text-align:right;white-space:nowrap}
 .within{background:#d9f2d9}.outside{background:#f8d0d0}.different{background:#fbeecb}.notrun{color:#888}
+.analogue{color:#555;background:#eef}
 .banner{background:#fbeecb;padding:0.5em 0.8em;border-left:4px solid #d9a400}
 """
 _NUMERIC = {"Printed", "Reproduced", "Difference"}
 _RAW_HTML = {"Fidelity", "", "Page"}  # columns whose cells are built as (escaped) HTML already
-_VERDICT_CLASS = {"within": "within", "outside": "outside", "different setting": "different", "not run": "notrun"}
+_VERDICT_CLASS = {"within": "within", "outside": "outside", "different setting": "different",
+                  "analogue computed": "analogue", "not run": "notrun"}
 
 
 def _html_table(columns: Sequence[str], records: Sequence[Mapping[str, str]]) -> str:
@@ -246,10 +270,7 @@ def paper_html(paper: str, rows: Sequence[Row], unprinted: Sequence[Reproduced],
     anomaly_rows = [{"Where": a["where"], "Anomaly": a["anomaly"]} for a in anomalies]
     sections.append({"title": "The paper's own anomalies", "columns": ["Where", "Anomaly"], "rows": anomaly_rows,
                      "empty": "none"})
-    banner = ""
-    if counts["compared"] == 0 and (counts["different setting"] or unprinted):
-        banner = ("This run is not the paper's setting. Its numbers stand beside the printed ones they correspond "
-                  "to, or in the table of unprinted numbers, but none is judged against the paper.")
+    banner = BANNER if is_not_papers_setting({**counts, "unprinted": len(unprinted)}) else ""
     intro = [f"Run <code>{escape(run.get('run_name', '?'))}</code> (results <code>{escape(run.get('results', '?'))}"
              f"</code>); printed numbers transcribed from seed {SEED_PREFIX[paper]}.",
              _bold_html(counts_sentence(counts)), _bold_html(LEGEND)]
@@ -260,30 +281,36 @@ def summary_records(counts: Mapping[str, Mapping[str, int]], ext: str) -> list[d
     out = []
     for paper, c in counts.items():
         out.append({"Paper": PAPERS[paper], "Page": f"{paper}.{ext}", "Printed numbers": str(c["printed"]),
-                    **{v.capitalize(): str(c[v]) for v in VERDICTS},
+                    **{v.capitalize(): str(c.get(v, 0)) for v in VERDICTS},
                     "Produced, not printed": str(c.get("unprinted", 0))})
     return out
 
 
+def _total(counts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    return {k: sum(c.get(k, 0) for c in counts.values()) for k in ("printed", *VERDICTS, "compared", "unprinted")}
+
+
 def summary_markdown(counts: Mapping[str, Mapping[str, int]], run: Mapping[str, str]) -> str:
-    total = {k: sum(c[k] for c in counts.values()) for k in ("printed", *VERDICTS, "compared")}
+    total = _total(counts)
     records = summary_records(counts, "md")
     for r in records:
         r["Page"] = f"[{r['Page']}]({r['Page']})"
-    return "\n".join([
-        "# Reproduction scorecard\n",
-        f"Run `{run.get('run_name', '?')}` (results `{run.get('results', '?')}`). Every number the three papers "
-        "print, beside the number this run reproduced.\n",
-        counts_sentence(total) + "\n", LEGEND + "\n", _md_table(records)])
+    parts = ["# Reproduction scorecard\n",
+             f"Run `{run.get('run_name', '?')}` (results `{run.get('results', '?')}`). Every number the three papers "
+             "print, beside the number this run reproduced.\n"]
+    if is_not_papers_setting(total):
+        parts.append(f"> **{BANNER}**\n")
+    return "\n".join(parts + [counts_sentence(total) + "\n", LEGEND + "\n", _md_table(records)])
 
 
 def summary_html(counts: Mapping[str, Mapping[str, int]], run: Mapping[str, str]) -> str:
-    total = {k: sum(c[k] for c in counts.values()) for k in ("printed", *VERDICTS, "compared")}
+    total = _total(counts)
     records = summary_records(counts, "html")
     for r in records:
         r["Page"] = f'<a href="{escape(r["Page"])}">{escape(r["Page"])}</a>'
     intro = [f"Run <code>{escape(run.get('run_name', '?'))}</code> (results <code>{escape(run.get('results', '?'))}"
              "</code>). Every number the three papers print, beside the number this run reproduced.",
              _bold_html(counts_sentence(total)), _bold_html(LEGEND)]
-    return _render_html("Reproduction scorecard", intro, "",
+    banner = BANNER if is_not_papers_setting(total) else ""
+    return _render_html("Reproduction scorecard", intro, banner,
                         [{"title": "Papers", "columns": list(records[0]), "rows": records}])
