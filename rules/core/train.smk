@@ -95,6 +95,7 @@ rule evaluate:
 
 
 rule figure3:
+    localrule: True  # seconds of work: run where Snakemake runs, not as a batch job
     input:
         figure3_inputs(),
     output:

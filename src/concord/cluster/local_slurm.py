@@ -13,11 +13,14 @@
   sessions on free ports, records their PIDs, and waits until the node is idle;
 * `stop` cancels the cluster's jobs and stops exactly the daemons it recorded, by PID.
 
-Nothing is written outside the state folder (default `$TMPDIR/concord-slurm`) except the Debian
-packages: client commands find the cluster through `SLURM_CONF`, which `start` prints as an
-`export` line (so `eval "$(scripts/slurm_local.sh start)"` sets it). No /etc/slurm/slurm.conf is
-written on purpose: with one in place and no controller running, every later `snakemake` (even
-`-n`) waits ~10 s on the executor plugin's `scontrol show config`.
+Everything lives in the state folder (default `$TMPDIR/concord-slurm`) except the Debian packages
+and one symbolic link, /etc/slurm/slurm.conf -> the state folder's slurm.conf, made only where no
+such file exists and removed by `stop`: inside a job, the executor plugin's job step drops every
+`SLURM_*` variable (SLURM_CONF too) before it calls `srun`, which then reads the system path.
+Removing it matters: with a slurm.conf in place and no controller running, every later
+`snakemake` (even `-n`) waits ~10 s on the executor plugin's `scontrol show config`. Client
+commands elsewhere find the cluster through the link or `SLURM_CONF`, which `start` prints as an
+`export` line (`eval "$(scripts/slurm_local.sh start)"` sets it).
 
 Standard library only: the script runs before any virtual environment exists.
 """
@@ -332,6 +335,26 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
+
+
+def _link_system_conf(layout: Layout) -> None:
+    if SYSTEM_CONF.is_symlink() and not SYSTEM_CONF.exists():
+        SYSTEM_CONF.unlink()  # a link left by a cluster whose state folder is gone
+    if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == layout.slurm_conf:
+        return
+    if SYSTEM_CONF.exists() or SYSTEM_CONF.is_symlink():
+        raise LocalSlurmError(f"{SYSTEM_CONF} exists (another Slurm configuration): jobs' srun would read it "
+                              "instead of this cluster's; stop that cluster or move the file")
+    SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
+    SYSTEM_CONF.symlink_to(layout.slurm_conf)
+
+
+def _unlink_system_conf(layout: Layout) -> None:
+    if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == layout.slurm_conf:
+        SYSTEM_CONF.unlink()
+
+
 def start(layout: Layout, settings: Settings) -> dict:
     """Install what is missing, write the configuration, start every daemon; the cluster's facts."""
     if status(layout)["running"]:
@@ -340,11 +363,19 @@ def start(layout: Layout, settings: Settings) -> dict:
     cluster = write_config(layout, settings)
     ports = cluster["ports"]
     try:
-        _spawn(layout, "munged", [_which("munged"), "--foreground", "--force",
-                                  f"--key-file={layout.root}/munge/munge.key", f"--socket={layout.munge_socket}",
-                                  f"--pid-file={layout.root}/run/munged.own.pid", f"--log-file={layout.log_file('munged')}",
-                                  f"--seed-file={layout.root}/munge/munge.seed"])
-        _wait("munged listening", layout.munge_socket.exists, 15, layout.log_file("munged"), (layout, "munged"))
+        _link_system_conf(layout)
+        for attempt in range(3):  # munged now and then exits at once right after a previous one stopped
+            _spawn(layout, "munged", [_which("munged"), "--foreground", "--force",
+                                      f"--key-file={layout.root}/munge/munge.key", f"--socket={layout.munge_socket}",
+                                      f"--pid-file={layout.root}/run/munged.own.pid",
+                                      f"--log-file={layout.log_file('munged')}", f"--seed-file={layout.root}/munge/munge.seed"])
+            try:
+                _wait("munged listening", layout.munge_socket.exists, 15, layout.log_file("munged"), (layout, "munged"))
+                break
+            except LocalSlurmError:
+                if attempt == 2:
+                    raise
+                time.sleep(1)
         if settings.accounting:
             _start_mariadb(layout, ports["mariadb"])
             _spawn(layout, "slurmdbd", [_which("slurmdbd"), "-D", "-f", str(layout.etc / "slurmdbd.conf")])
@@ -397,6 +428,7 @@ def stop(layout: Layout) -> list[str]:
                 os.kill(pid, signal.SIGKILL)
             stopped.append(daemon)
         layout.pid_file(daemon).unlink(missing_ok=True)
+    _unlink_system_conf(layout)
     return stopped
 
 
