@@ -215,3 +215,39 @@ def summary(estimates: list[Estimate]) -> str:
         lines.append(f"{paper:6} {'total':13} {'':>5} {'':>8} {hours:>10.1f}")
     lines.append(f"{'all':6} {'total':13} {len(estimates):>5} {'':>8} {sum(papers.values()):>10.1f}")
     return "\n".join(lines)
+
+
+def planned_jobs(snakefile, configfiles=(), overrides: Mapping[str, Any] | None = None):
+    """(config, [(rule, wildcards, gpus)] of every job of the grid, on_gpu): the workflow planned
+    as `snakemake -n --forceall` would, so the budget counts exactly the jobs a run submits."""
+    import contextlib
+    import io
+    import logging
+    from pathlib import Path
+
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, Quietness, ResourceSettings
+
+    snakefile = Path(snakefile).resolve()
+    snakemake_logger = logging.getLogger("snakemake")
+    level = snakemake_logger.level
+    snakemake_logger.setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), SnakemakeApi(
+                OutputSettings(quiet={Quietness.ALL}, show_failed_logs=False)) as api:
+            wf_api = api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(configfiles=[Path(c).resolve() for c in configfiles],
+                                               config=dict(overrides or {})),
+                snakefile=snakefile, workdir=Path.cwd())
+            dag_api = wf_api.dag(dag_settings=DAGSettings(forceall=True))
+            workflow = dag_api.workflow_api._workflow
+            workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
+            workflow._build_dag()
+            config = dict(workflow.config)
+            jobs = [(job.rule.name, dict(job.wildcards_dict), int(job.resources.get("gpu", 0) or 0))
+                    for job in workflow.dag.jobs]
+    finally:
+        snakemake_logger.setLevel(level)
+    on_gpu = (config.get("engine") or {}).get("backend", "hf") == "vllm"
+    return config, jobs, on_gpu
