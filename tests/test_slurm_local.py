@@ -146,22 +146,16 @@ def test_a_failing_job_is_reported_with_its_slurm_log(cluster, tmp_path):
     layout, _ = cluster
     env = _env(layout)
     work = _copy_checkout(tmp_path / "w")
-    # A real rule with an impossible input: rule data on a benchmark form that does not exist.
-    proc = _snakemake(work, env, "results/data/synthetic.jsonl", *OVERRIDES,
-                      "--set-resources", "data:runtime=5", "--config", "benchmarks={synthetic: {source: synthetic, "
-                      "task: math, n_questions: 2, forms: [sum_1digit], seed: 0}}", "--force",
-                      "--set-threads", "data=1", timeout=600)
-    # data is a localrule; make it fail on the cluster instead: rollouts without a model spec file.
-    assert proc.returncode in (0, 1)
-    fail = _snakemake(work, env, "results/models/smollm2-135m", *OVERRIDES,
-                      "--config", "models={smollm2-135m: {source: local, path: /nonexistent/model}}", timeout=600)
-    out = fail.stdout + fail.stderr
-    assert fail.returncode != 0
+    # A real rule that fails inside its batch job: fmv_data asked for a HumanEval problem that does not exist.
+    proc = _snakemake(work, env, "results/fmv/data/humaneval.jsonl", *OVERRIDES,
+                      "--config", "fmv={benchmarks: {humaneval: {task_ids: [HumanEval/9999]}}}", timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
     match = re.search(r"SLURM-job '(\d+)' failed, SLURM status is: 'FAILED'", out)
     assert match, out[-4000:]
-    log = re.search(r"log: (\S+/results/logs/slurm/rule_model/\S+\.log)", out)
-    assert log and Path(log[1]).is_file(), out[-3000:]
-    assert "Error in rule model" in out
+    assert "Error in rule fmv_data" in out
+    log = work / "results" / "logs" / "slurm" / "rule_fmv_data" / "humaneval" / f"{match[1]}.log"
+    assert str(log) in out and log.is_file(), out[-3000:]
     assert "JobState=FAILED" in _slurm(env, "scontrol", "show", "job", "-o", match[1])
 
 
