@@ -170,7 +170,9 @@ def estimate(work: Workload, config: Mapping[str, Any], on_gpu: bool) -> Estimat
                           f"(rows: {', '.join(sorted(cluster['throughput']))})")
     devices = max(1, work.gpus) if on_gpu else 1
     seconds = work.active_b * (work.generate_tokens / rates["generate"] + work.train_tokens / rates["train"]) / devices
-    startup = float(cluster["startup_minutes"]) * (1 if on_gpu else 0.2)
+    # Model load, engine start and validation passes do not shrink with the workload (on a loaded
+    # 2-core CPU they take minutes too).
+    startup = float(cluster["startup_minutes"])
     runtime = min(int(cluster["max_runtime_minutes"]),
                   math.ceil(startup + float(cluster["safety_factor"]) * seconds / 60))
     training = work.train_tokens > 0
