@@ -83,6 +83,12 @@ def cluster(tmp_path_factory):
         assert not local_slurm.status(layout)["running"]
 
 
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    """One scratch checkout for the module: later tests reuse what the first one built."""
+    return _copy_checkout(tmp_path_factory.mktemp("checkout"))
+
+
 def _env(layout) -> dict:
     return {**os.environ, "SLURM_CONF": str(layout.slurm_conf), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -97,10 +103,10 @@ def _slurm(env: dict, *args: str) -> str:
     return subprocess.run(list(args), env=env, capture_output=True, text=True, check=True, timeout=30).stdout
 
 
-def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, tmp_path):
+def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, work, tmp_path):
     layout, facts = cluster
     env = _env(layout)
-    slurm_dir, local_dir = _copy_checkout(tmp_path / "slurm"), _copy_checkout(tmp_path / "local")
+    slurm_dir, local_dir = work, _copy_checkout(tmp_path / "local")
     targets = _targets(slurm_dir, env)
 
     started = time.monotonic()
@@ -142,10 +148,9 @@ def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, tmp_path
     print(f"\n[slurm-local] {len(submitted)} batch jobs; through Slurm {slurm_s:.0f} s, locally {local_s:.0f} s")
 
 
-def test_a_failing_job_is_reported_with_its_slurm_log(cluster, tmp_path):
+def test_a_failing_job_is_reported_with_its_slurm_log(cluster, work):
     layout, _ = cluster
     env = _env(layout)
-    work = _copy_checkout(tmp_path / "w")
     # A real rule that fails inside its batch job: fmv_data asked for a HumanEval problem that does not exist.
     proc = _snakemake(work, env, "results/fmv/data/humaneval.jsonl", *OVERRIDES,
                       "--config", "fmv={benchmarks: {humaneval: {task_ids: [HumanEval/9999]}}}", timeout=900)
@@ -159,11 +164,11 @@ def test_a_failing_job_is_reported_with_its_slurm_log(cluster, tmp_path):
     assert "JobState=FAILED" in _slurm(env, "scontrol", "show", "job", "-o", match[1])
 
 
-def test_a_cancelled_job_is_recovered_by_rerunning_the_same_command(cluster, tmp_path):
+def test_a_cancelled_job_is_recovered_by_rerunning_the_same_command(cluster, work):
     layout, _ = cluster
     env = _env(layout)
-    work = _copy_checkout(tmp_path / "w")
-    targets = _targets(work, env)[1:2]  # the roll-outs (model, data first)
+    targets = _targets(work, env)[1:2]  # the roll-outs (and the model and data, unless built already)
+    (work / targets[0]).unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "snakemake", *targets, *OVERRIDES]
     run = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     # The profile retries a failed job once: cancel every attempt of the roll-outs mid-run.
@@ -187,15 +192,14 @@ def test_a_cancelled_job_is_recovered_by_rerunning_the_same_command(cluster, tmp
     rerun = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1200)
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-4000:]
     assert (work / targets[0]).is_file()
-    # Only what was missing ran again: the model and data jobs were not resubmitted.
-    assert "rule model:" not in rerun.stdout + rerun.stderr
+    # The rerun resubmitted the roll-outs only: what the cancelled run had finished was kept.
+    assert re.findall(r"submitted with SLURM jobid \d+ \(log: \S+/rule_(\w+?)/", rerun.stdout + rerun.stderr) == ["rollouts"]
 
 
-def test_a_job_no_node_can_run_stops_the_run_before_submission(cluster, tmp_path):
+def test_a_job_no_node_can_run_stops_the_run_before_submission(cluster, work):
     layout, facts = cluster
     env = _env(layout)
-    work = _copy_checkout(tmp_path / "w")
-    proc = _snakemake(work, env, "results/models/smollm2-135m", *OVERRIDES, "--set-resources",
+    proc = _snakemake(work, env, "results/models/smollm2-135m", *OVERRIDES, "--forcerun", "model", "--set-resources",
                       f"model:mem_mb={facts['memory_mb'] * 4}", timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
