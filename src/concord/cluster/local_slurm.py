@@ -203,6 +203,8 @@ def write_config(layout: Layout, settings: Settings) -> dict:
     if settings.accounting:
         accounting = (f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
                       f"AccountingStoragePort={dbd_port}\nAccountingStorageTRES=gres/gpu\n"
+                      # the munge socket for talking to slurmdbd (AuthInfo covers slurmctld/slurmd only)
+                      f"AccountingStoragePass={layout.munge_socket}\n"
                       "JobAcctGatherType=jobacct_gather/linux\n")
     else:
         accounting = "AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n"
@@ -238,18 +240,27 @@ def write_config(layout: Layout, settings: Settings) -> dict:
                "accounting": settings.accounting, "account": ACCOUNT if settings.accounting else None,
                "ports": {"slurmctld": ctld_port, "slurmd": slurmd_port, "slurmdbd": dbd_port, "mariadb": db_port}}
     if settings.accounting:
-        _write_dbd_config(layout, dbd_port, db_port)
+        _write_dbd_config(layout, node, dbd_port, db_port)
     layout.state_file.write_text(json.dumps(cluster, indent=2) + "\n")
     return cluster
 
 
-def _write_dbd_config(layout: Layout, dbd_port: int, db_port: int) -> None:
+def _db_password(layout: Layout) -> str:
+    """A random password for slurmdbd's MariaDB user, kept (mode 600) in the state folder."""
+    path = layout.etc / "db.pass"
+    if not path.exists():
+        path.write_text(os.urandom(12).hex())
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def _write_dbd_config(layout: Layout, node: str, dbd_port: int, db_port: int) -> None:
     conf = layout.etc / "slurmdbd.conf"
     conf.write_text(
-        f"AuthType=auth/munge\nAuthInfo=socket={layout.munge_socket}\nDbdHost=localhost\nDbdAddr=127.0.0.1\n"
+        f"AuthType=auth/munge\nAuthInfo=socket={layout.munge_socket}\nDbdHost={node}\nDbdAddr=127.0.0.1\n"
         f"DbdPort={dbd_port}\nSlurmUser=root\nPidFile={layout.root}/run/slurmdbd.slurm.pid\n"
         f"LogFile={layout.log_file('slurmdbd')}\nStorageType=accounting_storage/mysql\n"
-        f"StorageHost=127.0.0.1\nStoragePort={db_port}\nStorageUser=root\nStoragePass=\n"
+        f"StorageHost=127.0.0.1\nStoragePort={db_port}\nStorageUser=slurm\nStoragePass={_db_password(layout)}\n"
         "StorageLoc=slurm_acct_db\n"
     )
     conf.chmod(0o600)  # slurmdbd refuses a config readable by others
@@ -267,7 +278,13 @@ def _spawn(layout: Layout, daemon: str, argv: list[str]) -> int:
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=_env(layout), start_new_session=True, cwd=layout.root)
     layout.pid_file(daemon).write_text(f"{proc.pid}\n")
+    _STARTED[daemon] = proc
     return proc.pid
+
+
+# The daemons this process started: whether one exited is read from its Popen (a process's
+# /proc/PID/cmdline can read empty for a moment after exec, on some kernels).
+_STARTED: dict[str, subprocess.Popen] = {}
 
 
 def _alive(pid: int, daemon: str) -> bool:
@@ -277,7 +294,9 @@ def _alive(pid: int, daemon: str) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return daemon in Path(cmdline).name and stat.split(")")[-1].split()[0] != "Z"
+    if stat.split(")")[-1].split()[0] == "Z":
+        return False
+    return not cmdline or daemon in Path(cmdline).name
 
 
 def _pid(layout: Layout, daemon: str) -> int | None:
@@ -293,7 +312,7 @@ def _wait(what: str, check, timeout: float, log: Path | None = None, daemon: tup
     while time.monotonic() < deadline:
         if check():
             return
-        if daemon and not _alive(_pid(*daemon) or 0, daemon[1]):
+        if daemon and daemon[1] in _STARTED and _STARTED[daemon[1]].poll() is not None:
             timeout = time.monotonic() - deadline + timeout
             what = f"{what} ({daemon[1]} exited)"
             break
@@ -327,6 +346,14 @@ def _start_mariadb(layout: Layout, port: int) -> None:
                                 "--innodb-buffer-pool-size=64M", f"--log-error={layout.log_file('mariadbd')}"])
     _wait("MariaDB accepting connections", lambda: sock.exists() and _port_open(port), 60, layout.log_file("mariadbd"),
           (layout, "mariadbd"))
+    # slurmdbd connects over TCP (from 127.0.0.1) as its own user.
+    password = _db_password(layout)
+    grant = subprocess.run([_which("mariadb") or "mariadb", "--no-defaults", f"--socket={sock}", "-u", "root", "-e",
+                            f"CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+                            "GRANT ALL PRIVILEGES ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"],
+                           capture_output=True, text=True)
+    if grant.returncode != 0:
+        raise LocalSlurmError(f"granting slurmdbd access to MariaDB failed: {grant.stderr.strip()}")
 
 
 def _port_open(port: int) -> bool:
@@ -378,7 +405,8 @@ def start(layout: Layout, settings: Settings) -> dict:
                 time.sleep(1)
         if settings.accounting:
             _start_mariadb(layout, ports["mariadb"])
-            _spawn(layout, "slurmdbd", [_which("slurmdbd"), "-D", "-f", str(layout.etc / "slurmdbd.conf")])
+            # slurmdbd reads slurmdbd.conf beside $SLURM_CONF (it has no -f)
+            _spawn(layout, "slurmdbd", [_which("slurmdbd"), "-D"])
             _wait("slurmdbd listening", lambda: _port_open(ports["slurmdbd"]), 60, layout.log_file("slurmdbd"), (layout, "slurmdbd"))
             _run(layout, "sacctmgr", "-i", "add", "cluster", CLUSTER_NAME, check=False)
         _spawn(layout, "slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(layout.slurm_conf)])
