@@ -402,6 +402,7 @@ def start(layout: Layout, settings: Settings) -> dict:
             except LocalSlurmError:
                 if attempt == 2:
                     raise
+                stop(layout)  # nothing of this attempt stays behind
                 time.sleep(1)
         if settings.accounting:
             _start_mariadb(layout, ports["mariadb"])
