@@ -52,6 +52,9 @@ shell.prefix(
     + "${{PYTHONPATH:+:$PYTHONPATH}} CONCORD_RESULTS_DIR="
     + shlex.quote(RESULTS)
     + "; "
+    # In a Slurm job, one line in its Slurm log: which job, node and GPUs it was given.
+    + '[ -z "${{SLURM_JOB_ID:-}}" ] || echo "concord: slurm job $SLURM_JOB_ID on $(hostname)'
+    + ' CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES:-none}}" >&2; '
 )
 
 
@@ -81,6 +84,8 @@ include: "rules/scmoa/scmoa.smk"
 include: "rules/scorecard.smk"
 # Run manifest and audit.
 include: "rules/audit.smk"
+# Slurm runs (--profile slurm): status command and partition limits checked before submitting.
+include: "rules/cluster.smk"
 
 
 rule all:

@@ -73,9 +73,32 @@ def first_seed():
     return SEEDS[0]
 
 
+# GPUs each GPU job reserves while its engine runs on CPU, `cluster.rehearse_gpus` (0, except on a
+# workstation's Slurm with fake GPUs, config/slurm_local.yaml: the job asks Slurm for them and
+# sees CUDA_VISIBLE_DEVICES, and still computes on CPU with one process).
+REHEARSE_GPUS = int(section("cluster").get("rehearse_gpus", 0))
+
+
 def gpu_count(n=1):
     """GPUs a job asks for: only when the engine runs on GPUs (vLLM), else a CPU job."""
-    return n if ON_GPU else 0
+    return n if ON_GPU else REHEARSE_GPUS
+
+
+def budgeted(rule_name, key, gpus):
+    """A GPU job's `runtime` or `mem_mb` from its workload (concord.cluster.budget), i.e. model
+    size x tokens / an assumed throughput per GPU type (cluster section of config/schema.yaml)."""
+
+    def value(wildcards):
+        from concord.cluster.budget import job_resources
+
+        return job_resources(rule_name, config, dict(wildcards.items()), gpus, ON_GPU)[key]
+
+    return value
+
+
+def processes_per_gpu_job(wildcards, resources):
+    """accelerate processes of a training job: one per GPU on GPUs, one on CPU."""
+    return max(1, resources.gpu) if ON_GPU else 1
 
 
 KEEP_TRAINED_MODELS = bool(config.get("keep_trained_models", False))

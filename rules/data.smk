@@ -22,6 +22,7 @@ rule model:
 
 
 rule data:
+    localrule: True  # seconds of work: run where Snakemake runs, not as a batch job
     input:
         # a TTRL-format benchmark file is an input (tracked, hashed into the manifest)
         lambda wc: [config["benchmarks"][wc.benchmark]["path"]] if config["benchmarks"][wc.benchmark].get("path") else [],

@@ -5,12 +5,12 @@ from concord.papers.core import tables as _tables
 
 TRAIN = section("training")
 EVALUATION = section("evaluation")
-TRAIN_GPUS = int(TRAIN.get("gpus", 8)) if ON_GPU else 0
+TRAIN_GPUS = int(TRAIN.get("gpus", 8)) if ON_GPU else REHEARSE_GPUS
 CURVE_ARMS = ["majority", "core"]
 
 
 def accelerate_config(wildcards, resources):
-    name = TRAIN.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 else "config/accelerate/cpu.yaml"
+    name = TRAIN.get("accelerate_config", "config/accelerate/fsdp.yaml") if ON_GPU and resources.gpu > 0 else "config/accelerate/cpu.yaml"
     return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
 
 

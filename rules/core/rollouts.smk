@@ -24,8 +24,8 @@ rule rollouts:
         f"{BENCH}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.tsv"
     resources:
         gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
-        mem_mb=16000,
-        runtime=240,
+        mem_mb=budgeted("rollouts", "mem_mb", gpu_count(ENGINE.get("tensor_parallel_size", 1))),
+        runtime=budgeted("rollouts", "runtime", gpu_count(ENGINE.get("tensor_parallel_size", 1))),
     conda:
         "../../envs/gpu.yaml"
     shell:

@@ -30,7 +30,7 @@ rule train:
         task=lambda wc: task_of(wc.benchmark),
         checkpoints=lambda wc: f"{CACHE}/train/{wc.model}/{wc.benchmark}/{wc.arm}/seed{wc.seed}",
         accelerate_config=accelerate_config,
-        num_processes=lambda wc, resources: max(1, resources.gpu),
+        num_processes=processes_per_gpu_job,
     # The CoRE critical path (train -> evaluate -> tables) starts early.
     priority: 30
     threads: int(TRAIN.get("threads", 2))
@@ -40,8 +40,8 @@ rule train:
         f"{BENCH}/train/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.tsv"
     resources:
         gpu=TRAIN_GPUS,
-        mem_mb=(480000 if TRAIN_GPUS else 8000),
-        runtime=(2880 if TRAIN_GPUS else 60),
+        mem_mb=budgeted("train", "mem_mb", TRAIN_GPUS),
+        runtime=budgeted("train", "runtime", TRAIN_GPUS),
     conda:
         "../../envs/gpu.yaml"
     shell:
@@ -81,8 +81,8 @@ rule evaluate:
         f"{BENCH}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.tsv"
     resources:
         gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
-        mem_mb=16000,
-        runtime=240,
+        mem_mb=budgeted("evaluate", "mem_mb", gpu_count(ENGINE.get("tensor_parallel_size", 1))),
+        runtime=budgeted("evaluate", "runtime", gpu_count(ENGINE.get("tensor_parallel_size", 1))),
     conda:
         "../../envs/gpu.yaml"
     shell:
@@ -95,6 +95,7 @@ rule evaluate:
 
 
 rule figure3:
+    localrule: True  # seconds of work: run where Snakemake runs, not as a batch job
     input:
         logs=figure3_inputs(),
         # Base under the evaluation protocol: the step-0 star beside the validation curves.

@@ -102,11 +102,11 @@ def _fmv_label(cmodel):
 _FMV_TRAINING = {**(config.get("training") or {}), **(FMV_TTRL.get("training") or {})}
 
 
-_FMV_TRAIN_GPUS = int(_FMV_TRAINING.get("gpus", 8)) if ON_GPU else 0
+_FMV_TRAIN_GPUS = int(_FMV_TRAINING.get("gpus", 8)) if ON_GPU else REHEARSE_GPUS
 
 
 def _fmv_accelerate_config(wildcards, resources):
-    name = _FMV_TRAINING.get("accelerate_config", "config/accelerate/fsdp.yaml") if resources.gpu > 0 \
+    name = _FMV_TRAINING.get("accelerate_config", "config/accelerate/fsdp.yaml") if ON_GPU and resources.gpu > 0 \
         else "config/accelerate/cpu.yaml"
     return name if os.path.isabs(name) else os.path.join(workflow.basedir, name)
 

@@ -110,8 +110,8 @@ rule fmv_generate:
         f"{BENCH}/fmv/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.tsv"
     resources:
         gpu=gpu_count(ENGINE.get("tensor_parallel_size", 1)),
-        mem_mb=16000,
-        runtime=240,
+        mem_mb=budgeted("fmv_generate", "mem_mb", gpu_count(ENGINE.get("tensor_parallel_size", 1))),
+        runtime=budgeted("fmv_generate", "runtime", gpu_count(ENGINE.get("tensor_parallel_size", 1))),
     conda:
         FMV_ENV
     shell:
@@ -265,7 +265,7 @@ rule fmv_train:
         exec=as_json(FMV_EXEC),
         checkpoints=lambda wc: f"{CACHE}/fmv-train/{wc.cmodel}/{wc.cbench}/{wc.carm}-{wc.split}-n{wc.nvote}/seed{wc.seed}",
         accelerate_config=_fmv_accelerate_config,
-        num_processes=lambda wc, resources: max(1, resources.gpu),
+        num_processes=processes_per_gpu_job,
     threads: int(_FMV_TRAINING.get("threads", 2))
     log:
         f"{LOGS}/fmv/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.log",
@@ -273,8 +273,8 @@ rule fmv_train:
         f"{BENCH}/fmv/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.tsv"
     resources:
         gpu=_FMV_TRAIN_GPUS,
-        mem_mb=(480000 if _FMV_TRAIN_GPUS else 8000),
-        runtime=(2880 if _FMV_TRAIN_GPUS else 60),
+        mem_mb=budgeted("fmv_train", "mem_mb", _FMV_TRAIN_GPUS),
+        runtime=budgeted("fmv_train", "runtime", _FMV_TRAIN_GPUS),
     conda:
         FMV_ENV
     shell:

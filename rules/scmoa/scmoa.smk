@@ -21,6 +21,7 @@ wildcard_constraints:
 
 
 rule scmoa_data:
+    localrule: True  # seconds of work: run where Snakemake runs, not as a batch job
     input:
         _scmoa_data_input,
     output:
@@ -75,6 +76,7 @@ rule scmoa_run:
 
 
 rule scmoa_report:
+    localrule: True  # seconds of work: run where Snakemake runs, not as a batch job
     input:
         f"{SCMOA_R}/{{smodel}}/{{sbench}}/records.json",
     output:
@@ -122,6 +124,7 @@ for _extra in _scmoa_report.EXTRA_TABLES:
     rule:
         name:
             f"scmoa_report_{_extra}"
+        localrule: True
         input:
             f"{SCMOA_R}/{{smodel}}/{{sbench}}/records.json",
         output:
@@ -155,6 +158,7 @@ for _extra in _scmoa_report.EXTRA_TABLES:
 
 
 rule scmoa_crossrun:
+    localrule: True  # seconds of work: run where Snakemake runs, not as a batch job
     input:
         [f"{SCMOA_R}/{m}/{c}/records.json" for m in SCMOA_MODELS for c in _SCMOA_CELL],
     output:
