@@ -377,7 +377,8 @@ for path in sys.argv[1:]:
         payload = {"outnumbering_ratio": 1 + 3 * x, "coherence_advantage": 0.5 + 2 * x,
                    "confidence_gap_nats": 0.3, "tau": 0.25, "recovered": int(10 * x), "n_questions": 10}
     else:
-        payload = {"pass_at_1": x, "k": 16, "per_question": []}
+        n = round(16 * x)  # one question, 16 samples: the tables' paired tests read per-question records
+        payload = {"pass_at_1": n / 16, "k": 16, "per_question": [{"id": "q0", "n_correct": n, "k": 16}]}
     with open(path, "w") as fh:
         json.dump(payload, fh)
 '''

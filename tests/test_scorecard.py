@@ -411,8 +411,10 @@ def test_the_real_core_writers_feed_the_scorecard(tmp_path):
             for seed, value in enumerate((cell.value - step, cell.value, cell.value + step)):
                 path = root / f"eval/{model}/{bench}/{arm}/seed{seed}.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps({"pass_at_1": value / 100, "k": 16, "n_questions": {"math_l4": 128,
-                                            "math_l5": 134}[bench], "per_question": []}))
+                n = round(value / 100 * 10**6)  # one question whose accuracy is the printed value
+                path.write_text(json.dumps({"pass_at_1": n / 10**6, "k": 10**6,
+                                            "n_questions": {"math_l4": 128, "math_l5": 134}[bench],
+                                            "per_question": [{"id": "q0", "n_correct": n, "k": 10**6}]}))
     models = sorted({m for m, _ in cells})
     config = {**PAPER_CONFIG, "models": {m: {"family": "F"} for m in models},
               "benchmarks": {"math_l4": {}, "math_l5": {}}, "arms": ["cisc", "core"], "seeds": [0, 1, 2],

@@ -209,3 +209,23 @@ def test_bootstrap_se_close_to_analytic_standard_error():
 def test_bootstrap_rejects_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_sign_flip_test_is_exact_on_small_samples():
+    # Differences 1, 2, 3: of the 8 sign patterns only +++ and --- have |mean| >= 2 -> p = 2/8.
+    assert stats.sign_flip_test([1.0, 2.0, 3.0], n_resamples=1000, seed=0) == pytest.approx(0.25)
+    assert stats.sign_flip_test([0.0, 0.0, 0.0]) == 1.0 and stats.sign_flip_test([5.0]) == 1.0
+    assert stats.sign_flip_test([1.0, -1.0, 2.0, -2.0], n_resamples=1000, seed=0) == pytest.approx(1.0)
+
+
+def test_stratified_bootstrap_keeps_each_group_in_its_stratum():
+    d = np.array([0.25, 0.0, 0.5, -0.25, 0.75, 0.0, 0.25, 0.5])
+    # One group: exactly the paired bootstrap of the differences (same resamples, same seed).
+    assert stats.bootstrap_mean_of_means([d], 2000, 3) == pytest.approx(stats.paired_bootstrap(d, np.zeros_like(d), 2000, 3))
+    # Two constant groups: the mean of means never moves, whatever is resampled within them
+    # (a pooled bootstrap over all 8 values would spread between 0 and 1).
+    assert stats.bootstrap_mean_of_means([np.ones(4), np.zeros(4)], 2000, 0) == (0.5, 0.5, 0.5)
+    est, lo, hi = stats.bootstrap_mean_of_means([d, d[:3] + 1], 2000, 0)
+    assert est == pytest.approx((d.mean() + (d[:3] + 1).mean()) / 2) and lo < est < hi
+    with pytest.raises(ValueError, match="non-empty"):
+        stats.bootstrap_mean_of_means([d, []])

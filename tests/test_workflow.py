@@ -134,7 +134,8 @@ def _artifact_digests(results: Path) -> dict[str, str]:
             continue
         data = path.read_bytes()
         if rel.startswith("train/") and path.name in {"log.jsonl", "provenance.json"}:
-            rows = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+            text = data.decode()
+            rows = [json.loads(text)] if path.suffix == ".json" else [json.loads(x) for x in text.splitlines() if x.strip()]
             data = json.dumps([{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows], sort_keys=True).encode()
         digests[rel] = hashlib.sha256(data).hexdigest()
     return digests

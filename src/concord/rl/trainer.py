@@ -1,6 +1,7 @@
 """``ConsensusGRPOTrainer``: TRL's GRPOTrainer with TTRL's vote/train split and the CoRE gate.
 
-Three changes to the stock trainer, each at the narrowest hook TRL offers:
+Three changes to the stock trainer, each at the narrowest hook TRL offers (and verl's
+learning-rate schedule, one rate per TTRL step: ``create_scheduler``):
 
 1. ``_generate`` -- after sampling, attach each roll-out's confidence c_i (mean token
    log-probability under the sampling policy) as a ``confidence`` column for the reward
@@ -12,8 +13,8 @@ Three changes to the stock trainer, each at the narrowest hook TRL offers:
    ``n_train`` training roll-outs of each group, recompute their group-normalised advantages
    over the kept roll-outs, multiply by the group's gate w_q, and recount the loss normaliser.
    For every clipped-surrogate loss TRL offers (grpo, bnpo, dr_grpo, dapo) the per-token loss is
-   -min(r A, clip(r) A), linear in A >= 0-scaling, so w_q scales that question's policy loss
-   exactly. With ``beta > 0`` the KL penalty toward the reference model is *not* gated: it
+   -min(r A, clip(r) A) (with the dual clip ``delta``: -min(min(r, delta) A, clip(r) A)), positively
+   homogeneous in A, so w_q >= 0 scales that question's policy loss exactly. With ``beta > 0`` the KL penalty toward the reference model is *not* gated: it
    regularises every question alike.
 """
 

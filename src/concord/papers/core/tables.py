@@ -190,10 +190,14 @@ def load_eval(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 
 def _per_question(payload: Mapping, path, pass_at_1: float) -> tuple[dict[str, float], dict[str, list]]:
-    """``{id: n_correct / k}`` and ``{id: answers}``, checked against the file's own pass@1."""
+    """``{id: n_correct / k}`` and ``{id: answers}``, checked against the file's own pass@1;
+    (None, None) for a file without per-question records (the figures need none; the tables'
+    paired tests refuse it, :func:`compare_to_base`)."""
     records = payload.get("per_question")
-    if not isinstance(records, list) or not records:
-        raise ValueError(f"{path}: no 'per_question' records (the paired tests compare arms question by question)")
+    if not records:
+        return None, None
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: 'per_question' must be a list of records")
     accuracy, answers = {}, {}
     for r in records:
         try:
@@ -253,6 +257,9 @@ class Comparisons:
 def _by_question(frame: pd.DataFrame, model: str, bench: str, arm: str) -> pd.DataFrame:
     """(questions x seeds) accuracies of one cell."""
     cell = frame[(frame["model"] == model) & (frame["benchmark"] == bench) & (frame["arm"] == arm)]
+    bare = [r.path for r in cell.itertuples() if r.accuracy is None]
+    if bare:
+        raise ValueError(f"{bare[0]}: no 'per_question' records (the paired tests compare arms question by question)")
     acc = pd.DataFrame({int(r.seed): r.accuracy for r in cell.itertuples()}).sort_index(axis=1)
     if acc.empty or acc.isna().any().any():
         raise ValueError(f"{model}/{bench}/{arm}: its seeds were evaluated on different questions")
