@@ -89,7 +89,8 @@ def cmd_rollouts(args) -> int:
               "answers": args.answers}
     # The resolved policy travels with the file: the offline analysis grades with it.
     prov = provenance.record(step="rollouts", config=config, seed=args.seed, inputs=[args.questions], model=args.model_dir,
-                             answers={"policy": answers["policy"], "task": args.task})
+                             answers={"policy": answers["policy"], "task": args.task},
+                             dtype=getattr(engine, "dtype", None))  # engine.dtype auto, resolved (concord.hardware)
     write_parquet(args.out, frame, metadata=prov)
     log.info("wrote %d roll-outs for %d questions to %s", len(frame), len(questions), args.out)
     return 0

@@ -116,7 +116,7 @@ def evaluate(
         step="evaluate", seed=int(seed), inputs=[questions_path],
         config=dict(provenance_config or {"evaluation": ev, "engine": dict(engine or {}), "prompt_style": prompt_style,
                                           "task": task, "arm": arm, "answers": {"policy": answers_policy}}),
-        model=str(model_dir), model_sha256=_model_hash(model_dir),
+        model=str(model_dir), model_sha256=_model_hash(model_dir), dtype=getattr(eng, "dtype", None),
     )
     write_json(out_path, result)
     log.info("pass@1 (mean@%d) of %s on %d questions: %.4f -> %s", params.n, model_dir, len(per_question),
