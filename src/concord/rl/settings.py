@@ -92,12 +92,13 @@ def resolve_use_vllm(cfg: Mapping[str, Any], on_gpu: bool) -> bool:
 
 def context_budget(cfg: Mapping[str, Any]) -> int:
     """Tokens one sequence of the job can need: the prompt budget plus the longest completion
-    budget (training roll-outs or validation); vLLM's ``max_model_len``, and at most the model's
-    positions."""
+    budget (training roll-outs, or validation when it runs); vLLM's ``max_model_len``, and at most
+    the model's positions."""
     from concord.engines.vllm import context_length
 
+    validates = int(cfg["eval_every"]) > 0
     return context_length(int(cfg["max_prompt_length"]), int(cfg["max_completion_length"]),
-                          int(cfg["val_max_new_tokens"] or 0))
+                          int(cfg["val_max_new_tokens"] or 0) if validates else 0)
 
 
 def check_model_positions(cfg: Mapping[str, Any], positions: int | None, model: str = "the model") -> None:

