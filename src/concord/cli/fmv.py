@@ -306,10 +306,7 @@ def cmd_table1(args) -> int:
     incomplete = [a for a, s in metrics.items() if set(s) != {"train", "holdout"}]
     if incomplete:
         raise SystemExit(f"arms {incomplete} lack a train or hold-out execution table")
-    provenances = _provenances(args.train_provenance)
-    unknown = sorted(set(provenances) - set(metrics))
-    if unknown:
-        raise SystemExit(f"--train-provenance names arms {unknown} that have no execution tables")
+    provenances = _provenances(args.train_provenance, metrics, "arms")
     frame = report.table1(metrics, args.labels, args.n, args.n_resamples, args.seed, provenances)
     seeds = int(frame["n_seeds"].max())
     over = f"over questions and {seeds} seeds" if seeds > 1 else "over questions"
@@ -319,11 +316,16 @@ def cmd_table1(args) -> int:
     return 0
 
 
-def _provenances(items: list[str] | None) -> dict[str, list[dict]]:
-    """LABEL=PATH of training runs' provenance.json (one per seed) -> label -> their records."""
+def _provenances(items: list[str] | None, known, what: str) -> dict[str, list[dict]]:
+    """LABEL=PATH of training runs' provenance.json (one per seed) -> label -> their records;
+    every label must be one of the table's ``known`` rows."""
     from concord import io
 
-    return {label: [io.read_json(p) for p in paths] for label, paths in _pairs(items or [], "--train-provenance").items()}
+    pairs = _pairs(items or [], "--train-provenance")
+    unknown = sorted(set(pairs) - set(known))
+    if unknown:
+        raise SystemExit(f"--train-provenance names {what} {unknown} that have no execution tables")
+    return {label: [io.read_json(p) for p in paths] for label, paths in pairs.items()}
 
 
 def cmd_table2(args) -> int:
@@ -332,10 +334,7 @@ def cmd_table2(args) -> int:
 
     records = _read_questions(args.data)
     entries = _pairs(args.exec, "--exec")
-    provenances = _provenances(args.train_provenance)
-    unknown = sorted(set(provenances) - set(entries))
-    if unknown:
-        raise SystemExit(f"--train-provenance names rows {unknown} that have no execution tables")
+    provenances = _provenances(args.train_provenance, entries, "rows")
     frame = report.table2([(label, [question_metrics(records, _read_parquet(p)) for p in paths])
                            for label, paths in entries.items()], args.n, args.n_resamples, args.seed, provenances)
     seeds = int(frame["n_seeds"].max())
