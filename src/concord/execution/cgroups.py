@@ -302,7 +302,15 @@ def cgroups_available() -> bool:
 
 
 def cleanup() -> None:
-    """Remove our base groups (at exit, once every worker is gone)."""
+    """Remove our base groups (once every worker is gone); a later worker makes them anew."""
+    try:
+        _remove_bases()
+    finally:
+        _state.pop(os.getpid(), None)
+        _v1_state.pop(os.getpid(), None)
+
+
+def _remove_bases() -> None:
     try:
         for base in _v1_bases().values():
             for child in base.glob("w*"):

@@ -33,7 +33,7 @@ Three kinds of process, and what each answers:
   - drops to an unprivileged uid of its own (as root) or sheds its capabilities, sets
     ``no_new_privs`` and installs a **seccomp filter** (built by the parent with libseccomp,
     :mod:`concord.execution.seccomp`) refusing namespace creation, mounts, keyrings, ptrace,
-    cross-process memory access, bpf, perf, memfd, io_uring and ``setsid`` (see that module for
+    cross-process memory access, bpf, perf, memfd and io_uring, and makes ``setsid`` a no-op (see that module for
     the threat each rule answers).
 
 A child reports a result on its stdout as a line ``<token> <json header>`` followed by the

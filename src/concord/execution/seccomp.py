@@ -19,8 +19,9 @@ threat (issue #25):
   module and kexec calls: *kernel attack surface no solution needs*;
 * ``memfd_create``, ``memfd_secret``: *anonymous files that rlimits do not count* (where no memory
   cgroup counts them, this is what bounds them);
-* ``setsid``: *a new session per process defeated the autogroup CPU sharing* (with cgroups the
-  CPU is shared per candidate group anyway; refusing it also keeps the rlimit fallback fair).
+* ``setsid`` returns success without doing anything: *a new session per process defeated the
+  autogroup CPU sharing* (with cgroups the CPU is shared per candidate group anyway; this keeps
+  the rlimit fallback fair too), while a daemonising program still runs as it would elsewhere.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ REFUSED = (
     "move_mount", "open_tree", "mount_setattr", "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv",
     "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp", "bpf", "perf_event_open", "userfaultfd",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module", "finit_module", "delete_module",
-    "kexec_load", "kexec_file_load", "memfd_create", "memfd_secret", "setsid", "open_by_handle_at",
+    "kexec_load", "kexec_file_load", "memfd_create", "memfd_secret", "open_by_handle_at",
     "name_to_handle_at", "fanotify_init", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog",
     "lookup_dcookie", "vhangup", "iopl", "ioperm",
 )
@@ -70,6 +71,7 @@ def filter_bpf() -> bytes:
         except (OSError, ValueError):
             continue  # a syscall this kernel/architecture lacks
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    f.add_rule(sc.ERRNO(0), "setsid")  # neutralised: "succeeds", the session stays the same
     for flag in NAMESPACE_FLAGS.values():
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     with tempfile.TemporaryFile() as out:
