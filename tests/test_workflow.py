@@ -141,10 +141,12 @@ def _artifact_digests(results: Path) -> dict[str, str]:
     return digests
 
 
-def test_a_target_rerun_from_scratch_is_byte_identical_and_the_zero_update_control_holds(tmp_path):
+def test_a_target_rerun_from_scratch_is_byte_identical_and_the_zero_update_control_holds(tmp_path, monkeypatch):
     """Table 1 of a tiny grid (Base, the zero-update control, Majority trained two steps), built
     twice from scratch in two directories: every artifact hashes the same (the training record
     apart from its wall-clock fields), and the table says the control reproduced Base."""
+    # One clone, one code version: a checkout edited while the test runs must not count as a change.
+    monkeypatch.setenv("CONCORD_CODE_VERSION", "rerun-test")
     config = {**tiny_config(n_questions=4), "arms": ["majority", "zero_update"],
               "report": {"tables": {"table1": ["tiny"]}}}
     config["training"] = {"n_vote": 2, "n_train": 2, "prompts_per_step": 1, "max_steps": 2, "max_completion_length": 8,
