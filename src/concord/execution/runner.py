@@ -342,6 +342,12 @@ def run_programs(
     check passed. A ``None`` program gets ``error`` outcomes without running. ``sandbox``: auto
     (bubblewrap, else refuse), bwrap, or none (explicit opt-out); default from
     ``$CONCORD_SANDBOX``. For a different check per program, see :func:`run_checks`.
+
+    Limits per candidate (``docs/sandbox.md``): ``timeout_s`` per input, counted as the larger of
+    CPU time and wall time less run-queue waits (wall-clock backstop 3x); ``memory_mb`` for
+    everything the candidate holds (cgroup v2 or v1; rlimits per process where neither works);
+    ``max_output_bytes`` on the bytes the runner reads; ``max_procs`` processes; ``tmp_mb`` for
+    its ``/tmp`` (and as much again for ``/dev/shm``).
     """
     mode = normalize_mode(mode)
     programs = list(programs)
