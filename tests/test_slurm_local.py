@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,7 +37,7 @@ GPU_RULES = {"rollouts", "train", "evaluate", "fmv_generate", "scmoa_run"}
 
 def _targets(work: Path, env: dict) -> list[str]:
     """One output per rule of interest, chosen by rule name from the default's plan."""
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/config.yaml",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", "config/config.yaml",
                            "config/slurm_local.yaml"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     outputs: dict[str, list[str]] = {}
@@ -103,6 +104,32 @@ def _slurm(env: dict, *args: str) -> str:
     return subprocess.run(list(args), env=env, capture_output=True, text=True, check=True, timeout=30).stdout
 
 
+class JobRecords:
+    """Slurm's own record of every job (`scontrol show job`), polled during a run: the controller
+    forgets a job MinJobAge (300 s) after it ends."""
+
+    def __init__(self, env: dict):
+        self.env, self.records, self._stop = env, {}, threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self):
+        while True:
+            out = subprocess.run(["scontrol", "-o", "show", "job"], env=self.env, capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                if m := re.match(r"JobId=(\d+) ", line):
+                    self.records[m[1]] = line
+            if self._stop.wait(5):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, work, tmp_path):
     layout, facts = cluster
     env = _env(layout)
@@ -110,7 +137,8 @@ def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, work, tm
     targets = _targets(slurm_dir, env)
 
     started = time.monotonic()
-    proc = _snakemake(slurm_dir, env, *targets, *OVERRIDES)
+    with JobRecords(env) as jobs:
+        proc = _snakemake(slurm_dir, env, *targets, *OVERRIDES)
     slurm_s = time.monotonic() - started
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]
@@ -120,14 +148,14 @@ def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, work, tm
 
     # Slurm's own records: every submitted job is known to the controller, COMPLETED, in partition local.
     for jobid in submitted:
-        record = _slurm(env, "scontrol", "show", "job", "-o", jobid)
+        record = jobs.records[jobid]
         assert "JobState=COMPLETED" in record and "Partition=local" in record, record
     # GPU rules asked for a GPU (--gpus) and saw it; CPU rules did not.
     gpu_jobs = 0
     for jobid, log in submitted.items():
         text = Path(log).read_text()
         rule = Path(log).parent.parent.name.removeprefix("rule_")
-        record = _slurm(env, "scontrol", "show", "job", "-o", jobid)
+        record = jobs.records[jobid]
         if rule in GPU_RULES:
             gpu_jobs += 1
             assert re.search(r"TresPerJob=\S*gres[/:]gpu:1", record), (rule, record)
@@ -153,7 +181,7 @@ def test_a_failing_job_is_reported_with_its_slurm_log(cluster, work):
     env = _env(layout)
     # A real rule that fails inside its batch job: fmv_data asked for a HumanEval problem that does not exist.
     proc = _snakemake(work, env, "results/fmv/data/humaneval.jsonl", *OVERRIDES,
-                      "--config", "fmv={benchmarks: {humaneval: {task_ids: [HumanEval/9999]}}}", timeout=900)
+                      "--config", "fmv={benchmarks: {humaneval: {task_ids: [HumanEval/9998, HumanEval/9999]}}}", timeout=900)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     match = re.search(r"SLURM-job '(\d+)' failed, SLURM status is: 'FAILED'", out)
