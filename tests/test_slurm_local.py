@@ -13,6 +13,7 @@ partition-limit check. Skips only where Slurm cannot be started (not root, no ap
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -63,10 +64,26 @@ def _copy_checkout(dest: Path) -> Path:
     return dest
 
 
+# Wall-clock fields are measurements of the run, not results (an evaluation records its `seconds`).
+TIMING_KEYS = {"seconds"}
+
+
+def _without_timing(value):
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
 def _digest(path: Path) -> str:
+    """Content hash; JSON compared without its timing fields (everything else byte for byte)."""
     h = hashlib.sha256()
     for f in sorted(p for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file()):
-        h.update(f.read_bytes())
+        data = f.read_bytes()
+        if f.suffix == ".json":
+            data = json.dumps(_without_timing(json.loads(data)), sort_keys=True).encode()
+        h.update(data)
     return h.hexdigest()
 
 
