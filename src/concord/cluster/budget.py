@@ -144,7 +144,8 @@ def workload(rule: str, config: Mapping[str, Any], wc: Mapping[str, str], gpus: 
         spec = (fmv.get("models") or config.get("models") or {})[model]
         total, active = model_size(model, spec, cluster)
         q = n_questions(bench, fmv["benchmarks"][bench], cluster)
-        holdout = float((fmv.get("ttrl") or {}).get("training", {}).get("validation_fraction", 0.2))
+        # null: no held-out split (FMV-TTRL trains on every question its table reports).
+        holdout = float((fmv.get("ttrl") or {}).get("training", {}).get("validation_fraction") or 0.0)
         if rule == "fmv_generate":
             sampling = fmv.get("sampling") or {}
             share = {"train": 1 - holdout, "holdout": holdout}.get(wc.get("evalset", "all"), 1.0)
