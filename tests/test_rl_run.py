@@ -128,7 +128,7 @@ def test_validation_through_colocated_vllm_says_clearly_when_vllm_is_missing():
     from concord.engines.vllm import VLLMUnavailableError
     from concord.rl.validation import vllm_validation_texts
 
-    with pytest.raises(VLLMUnavailableError, match="needs the vllm package and a CUDA GPU"):
+    with pytest.raises(VLLMUnavailableError, match="needs the vllm package"):
         vllm_validation_texts(None, [[{"role": "user", "content": "1 + 1?"}]], SamplingParams(n=1, max_new_tokens=4))
 
 

@@ -94,7 +94,31 @@ def n_questions(key: str, spec: Mapping[str, Any], cluster: Mapping[str, Any]) -
     for name in (spec.get("dataset"), key, spec.get("source"), spec.get("version") and f"lcb_{spec['version']}"):
         if name in KNOWN_QUESTIONS:
             return KNOWN_QUESTIONS[name]
+    counted = _count_local_questions(spec.get("path"))
+    if counted is not None:
+        return counted
     raise BudgetError(f"benchmark {key!r}: unknown number of questions; give it as cluster.questions.{key}")
+
+
+def _count_local_questions(path: str | None) -> int | None:
+    """Questions in a benchmark file the user supplied (a JSON list, or JSONL; a directory's
+    ``test.json`` / ``*.jsonl``, TTRL's layout); None where there is no such file to count."""
+    import json
+    from pathlib import Path
+
+    if not path:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        p = next((c for c in [p / "test.json", *sorted(p.glob("*.jsonl"))] if c.is_file()), p)
+    if not p.is_file():
+        return None
+    text = p.read_text(errors="replace")
+    try:
+        data = json.loads(text)
+        return len(data) if isinstance(data, list) else None
+    except json.JSONDecodeError:
+        return sum(1 for line in text.splitlines() if line.strip())
 
 
 def _steps(training: Mapping[str, Any], questions: int, benchmark: str) -> int:
