@@ -310,18 +310,20 @@ def cleanup() -> None:
         _v1_state.pop(os.getpid(), None)
 
 
+def _rmdir_quietly(path: Path) -> None:
+    """Remove an empty cgroup directory; one still in use (or gone) is left to the next clean-up."""
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
 def _remove_bases() -> None:
     try:
         for base in _v1_bases().values():
             for child in base.glob("w*"):
-                try:
-                    child.rmdir()
-                except OSError:
-                    pass
-            try:
-                base.rmdir()
-            except OSError:
-                pass
+                _rmdir_quietly(child)
+            _rmdir_quietly(base)
     except (CgroupUnavailable, OSError):
         pass
     try:
@@ -329,12 +331,7 @@ def _remove_bases() -> None:
     except (CgroupUnavailable, OSError):
         return
     for child in sorted(base.glob("w*"), reverse=True):
-        for sub in ("candidate", "runner", ""):
-            try:
-                (child / sub).rmdir() if sub else child.rmdir()
-            except OSError:
-                pass
-    try:
-        base.rmdir()
-    except OSError:
-        pass
+        for sub in ("candidate", "runner"):
+            _rmdir_quietly(child / sub)
+        _rmdir_quietly(child)
+    _rmdir_quietly(base)
