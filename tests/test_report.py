@@ -34,7 +34,8 @@ def toy_config() -> dict:
     fmv["sampling"].update(n=2, max_new_tokens=16)
     fmv["analysis"].update(n_values=[1, 2], n_subsamples=2, n_resamples=100)
     fmv["ttrl"].update(enabled=True, table1_n_vote={"fmv": 2, "fmv_pointwise": 2}, table2_n_vote=[2])
-    fmv["ttrl"]["training"].update(max_completion_length=8)
+    # One prompt per step: the 2-problem toy's train half holds one question (one epoch, a fixed budget).
+    fmv["ttrl"]["training"].update(max_completion_length=8, prompts_per_step=1)
     scmoa = config["scmoa"]
     scmoa["sampling"] = {**scmoa.get("sampling", {}), "max_tokens": 8}
     scmoa["n_resamples"] = 100
