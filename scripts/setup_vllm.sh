@@ -40,6 +40,9 @@ if bad:
     sys.exit(f"[setup-vllm] {bad} are installed: their PyPI builds are CUDA-only and break transformers on torch+cpu")
 import torch, transformers, trl, vllm  # noqa: E401
 assert torch.__version__.endswith("+cpu"), torch.__version__
+# FMV arms grade programs in the sandbox, whose seccomp filter needs pyseccomp + libseccomp.so.2.
+from concord.execution.seccomp import filter_bpf
+filter_bpf()
 EOF
 echo "$want" > "$STAMP"
 echo "[setup-vllm] $VENV ready in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1): $("$VENV/bin/python" -c 'import torch, transformers, trl, vllm; print("torch", torch.__version__, "transformers", transformers.__version__, "trl", trl.__version__, "vllm", vllm.__version__)' 2>/dev/null)"
