@@ -118,33 +118,24 @@ def test_interrupted_rollouts_resume_from_their_chunks(tmp_path):
     pd.testing.assert_frame_equal(resumed, pd.read_parquet(fresh))
 
 
-# Wall-clock fields of the training record: the only bytes a rerun may change (the job's own time
-# is in benchmarks/ and logs/, which are diagnostics, not artifacts).
-TIMING_KEYS = {"step_time", "wall_seconds", "val_seconds", "train_seconds"}
-
-
 def _artifact_digests(results: Path) -> dict[str, str]:
+    """sha256 of every artifact, byte for byte (the training record included: wall-clock times
+    live in the job logs under logs/, which are diagnostics, not artifacts)."""
     import hashlib
-    import json
 
     digests = {}
     for path in sorted(results.rglob("*")):
         rel = path.relative_to(results).as_posix()
         if not path.is_file() or rel.split("/")[0] in {"logs", "benchmarks", ".manifest", ".cache", "manifest.json"}:
             continue
-        data = path.read_bytes()
-        if rel.startswith("train/") and path.name in {"log.jsonl", "provenance.json"}:
-            text = data.decode()
-            rows = [json.loads(text)] if path.suffix == ".json" else [json.loads(x) for x in text.splitlines() if x.strip()]
-            data = json.dumps([{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows], sort_keys=True).encode()
-        digests[rel] = hashlib.sha256(data).hexdigest()
+        digests[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
 
 
 def test_a_target_rerun_from_scratch_is_byte_identical_and_the_zero_update_control_holds(tmp_path, monkeypatch):
     """Table 1 of a tiny grid (Base, the zero-update control, Majority trained two steps), built
-    twice from scratch in two directories: every artifact hashes the same (the training record
-    apart from its wall-clock fields), and the table says the control reproduced Base."""
+    twice from scratch in two directories: every artifact hashes the same, the training record
+    included, and the table says the control reproduced Base."""
     # One clone, one code version: a checkout edited while the test runs must not count as a change.
     monkeypatch.setenv("CONCORD_CODE_VERSION", "rerun-test")
     config = {**tiny_config(n_questions=4), "arms": ["majority", "zero_update"],

@@ -253,7 +253,7 @@ def train(
                         "dtype": trainer.vllm_dtype if args.use_vllm else dtype},
             updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),
             train_questions=len(train_questions), validation_questions=len(monitor.val_questions),
-            resumed_from=str(resume) if resume else None, train_seconds=round(elapsed, 1), num_processes=num_processes,
+            resumed_from=str(resume) if resume else None, num_processes=num_processes,  # time: the job log
         )
         write_json(partial / "provenance.json", prov)
         if out_dir.exists():

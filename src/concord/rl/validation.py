@@ -218,8 +218,11 @@ class TrainingMonitor(_callback_base()):
     """Per-step log rows: TRL's metrics + task diagnostics + validation pass@1, progress lines,
     and early stopping. ``step`` is TTRL's step (TRL's ``global_step`` / ``updates_per_step``)."""
 
+    # No wall-clock field (TRL's step_time, elapsed or validation seconds) enters the log rows: they
+    # are artifacts, and a rerun for the same seed on the same machine must reproduce them byte for
+    # byte. Times go to the job's log (results/logs/), a diagnostic.
     LOG_KEYS = ("loss", "reward", "reward_std", "learning_rate", "grad_norm", "entropy", "kl", "frac_reward_zero_std",
-                "completions/mean_length", "completions/clipped_ratio", "step_time", "epoch")
+                "completions/mean_length", "completions/clipped_ratio", "epoch")
 
     def __init__(self, trainer_ref, reward, run_log: RunLog, questions_by_id, val_questions, val_cfg: dict,
                  eval_every: int, eval_at_start: bool, max_steps: int, *, task: str = "math",
@@ -258,10 +261,10 @@ class TrainingMonitor(_callback_base()):
         out = validation_pass_at_1(self.trainer, self.val_questions, task=self.task, seed=self.val_cfg["seed"] + step,
                                    answer_policy=self.answer_policy,
                                    **{k: v for k, v in self.val_cfg.items() if k != "seed"})
-        out["val_seconds"] = round(time.time() - t, 2)
         # Every process logs its own result: they must agree (gathered), and a test checks that they do.
-        log.info("process %d: step %d validation pass@1 %.6f on %d question(s)", self.trainer.accelerator.process_index,
-                 step, out["val_pass_at_1"], out["val_questions"])
+        log.info("process %d: step %d validation pass@1 %.6f on %d question(s) in %.1f s",
+                 self.trainer.accelerator.process_index, step, out["val_pass_at_1"], out["val_questions"],
+                 time.time() - t)
         return out
 
     def _record_validation(self, step: int, row: dict, control) -> None:
@@ -321,15 +324,15 @@ class TrainingMonitor(_callback_base()):
         logs = logs or {}
         if "loss" not in logs or not self._is_main():
             return
-        row = {**{k: logs[k] for k in self.LOG_KEYS if k in logs}, **self.row, "step": self.step_of(state.global_step),
-               "wall_seconds": round(time.time() - self.t0, 2)}
+        row = {**{k: logs[k] for k in self.LOG_KEYS if k in logs}, **self.row, "step": self.step_of(state.global_step)}
         self.run_log.append("log", [row])
         self.row = {}
         parts = [f"loss {row.get('loss', float('nan')):.4g}", f"reward {row.get('reward', float('nan')):.3f}"]
         for key, label in (("label_accuracy", "label acc"), ("mean_gate", "gate"), ("val_pass_at_1", "val pass@1")):
             if key in row:
                 parts.append(f"{label} {row[key]:.3f}")
-        log.info("step %d/%d (%.1fs): %s", row["step"], self.max_steps, row.get("step_time", float("nan")), ", ".join(parts))
+        log.info("step %d/%d (%.1f s, %.1f s since the start): %s", row["step"], self.max_steps,
+                 logs.get("step_time", float("nan")), time.time() - self.t0, ", ".join(parts))
 
 
 def write_validation_curve(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]]) -> Path:
