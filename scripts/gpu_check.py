@@ -11,7 +11,7 @@ SmolLM2-135M's architecture; the GRPO steps use concord's tiny policies that ans
    agree within ``FP32_TOL``; in bf16 within ``BF16_TOL``.
 2. Two real GRPO steps in bf16 on the GPU through ``concord.rl.run.train`` with each arm's reward
    (majority, ec, cisc, core on math questions; fmv, fmv_pointwise on code questions), validation
-   included, the trained model saved in bf16.
+   included, bf16 compute over fp32 master weights, the trained model saved as those fp32 weights.
 3. vLLM, the engine every cluster job generates with: roll-outs through
    ``concord.engines.vllm.VLLMEngine`` against the HF engine on the CPU (greedy tokens identical,
    confidences within ``FP32_TOL`` in fp32), and GRPO steps with TRL's colocated vLLM engine
@@ -242,7 +242,7 @@ def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS, use_vllm:
     for arm in arms:
         task, model, questions = ("math", math_model, math_q) if arm in MATH_ARMS else ("code", code_model, code_q)
         r = train_arm(arm, task, model, questions, work, dtype, use_vllm)
-        want = "BF16" if dtype == "bfloat16" else "F32"
+        want = "F32"  # the master weights, whatever the compute dtype (concord.rl.publish)
         gen = r["generation"]
         backend_ok = gen.get("backend") == ("vllm" if use_vllm else "hf") and (not use_vllm or gen.get("dtype") == dtype)
         ok = (r["steps"] == 2 and r["loss_finite"] and r["reward_std"] > 0 and r["saved"] == [want]
@@ -306,8 +306,8 @@ def main(argv=None) -> int:
 
 
 def check_vllm(args, work: Path, device: str, arms) -> list[str]:
-    """Section 3: vLLM roll-outs and colocated GRPO, in the device's native dtype (bf16 on a GPU;
-    on a CPU what :func:`concord.hardware.resolve_dtype` picks, fp32 without native bf16)."""
+    """Section 3: vLLM roll-outs and colocated GRPO, in the device's default dtype (bf16 on a GPU,
+    fp32 on a CPU: :func:`concord.hardware.resolve_dtype`)."""
     import importlib.util
 
     from concord.hardware import processor_label, resolve_dtype

@@ -88,8 +88,9 @@ def test_ttrl_setup_resolves_into_trl_field_by_field(benchmark):
     assert settings["loss_type"] == "bnpo" and settings["gradient_accumulation_steps"] == 2
     kept_per_micro_batch = layout.kept_per_process()[0] // settings["steps_per_generation"]
     assert kept_per_micro_batch == 2
-    # bf16 on the node, vLLM colocated (rollout.name=vllm) without TRL's IS correction (verl has none).
-    assert settings["bf16"] and settings["model_init_kwargs"] == {"dtype": "bfloat16"}
+    # bf16 compute on the node over fp32 master weights (verl creates the actor in fp32), vLLM
+    # colocated (rollout.name=vllm) without TRL's IS correction (verl has none).
+    assert settings["bf16"] and settings["model_init_kwargs"] == {"dtype": "float32"}
     assert settings["use_vllm"] and settings["vllm_mode"] == "colocate"
     assert settings["vllm_importance_sampling_correction"] is False
     # Checkpoints and log rows fall on step boundaries.

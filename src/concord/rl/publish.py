@@ -1,4 +1,12 @@
-"""The trained model as the declared output: weights in the training dtype, without tied copies."""
+"""The trained model as the declared output: the fp32 master weights the optimiser stepped,
+without tied copies.
+
+The weights are saved as they were trained, not cast to the compute dtype: a single update at the
+paper's learning rate is below bf16's resolution, so a bf16 copy of a briefly trained policy can
+equal the base model bit for bit while its master weights moved (what evaluation reads must be
+what was trained). Evaluation engines cast to their own compute dtype on load (vLLM and HF round
+to nearest, as a cast here would). The cost is disk: twice a bf16 copy, for as long as the
+trained model lives (``temp()`` by default: until it is evaluated)."""
 
 from __future__ import annotations
 
@@ -9,9 +17,8 @@ from typing import Any, Mapping
 
 
 def cast_state_dict(state_dict: Mapping[str, Any], dtype: str) -> dict:
-    """Floating-point tensors in ``dtype``, the others as they are: the model is saved in the dtype
-    it was trained in (FSDP2 with mixed precision keeps fp32 master weights; saving those would
-    double the size of every trained model, about 32 GB per 8B model instead of 16)."""
+    """Floating-point tensors in ``dtype``, the others as they are (a gathered FSDP state dict is
+    written in the master weights' dtype whatever its shards computed in)."""
     import torch
 
     target = getattr(torch, dtype)
@@ -35,7 +42,8 @@ def drop_tied_copies(state_dict: Mapping[str, Any], tied: Mapping[str, str]) -> 
 
 
 def publish_model(trainer, tokenizer, dest: str | os.PathLike, dtype: str) -> None:
-    """Write the trained policy (full weights in ``dtype``, safetensors) and tokenizer to ``dest``.
+    """Write the trained policy (full weights in ``dtype``, the master weights' dtype; safetensors)
+    and tokenizer to ``dest``.
 
     Collective under FSDP: every process must call it (the shards are gathered to the main one).
     """
@@ -45,8 +53,7 @@ def publish_model(trainer, tokenizer, dest: str | os.PathLike, dtype: str) -> No
         tied = getattr(model, "all_tied_weights_keys", None) or getattr(model, "_tied_weights_keys", None) or {}
         state_dict = drop_tied_copies(cast_state_dict(state_dict, dtype), tied if isinstance(tied, Mapping) else {})
         model.save_pretrained(str(dest), state_dict=state_dict, safe_serialization=True)
-        # save_pretrained records the dtype of the live parameters (fp32 master weights under FSDP2
-        # mixed precision); the file holds `dtype`, and loading must say so.
+        # The file holds `dtype`; the config says so, whatever dtype the live parameters report.
         config_path = Path(dest) / "config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
         config["dtype"] = dtype

@@ -35,6 +35,7 @@ from concord.rl.checkpoints import RunLog, last_complete_checkpoint
 from concord.rl.publish import publish_model
 from concord.rl.rewards import GOLD_FIELDS
 from concord.rl.settings import (
+    MASTER_WEIGHTS_DTYPE,
     arm_training,
     check_model_positions,
     grpo_config,
@@ -130,7 +131,7 @@ def train(
         model_dir: Hugging Face model directory to start from.
         questions_path: the benchmark, read by the task's loader; its reference answers reach only
             validation and the diagnostics.
-        out_dir: the declared output: model (safetensors, training dtype), tokenizer,
+        out_dir: the declared output: model (safetensors, fp32 master weights), tokenizer,
             ``log.jsonl``, ``groups.jsonl``, ``validation.csv``, ``provenance.json``.
         checkpoint_dir: resumable checkpoints and logs, outside the declared outputs.
         arm: reward arm (``concord.rl.rewards`` registry: majority, ec, cisc, core, fmv, ...), or
@@ -237,7 +238,7 @@ def train(
     if is_main and partial.exists():
         shutil.rmtree(partial)
     trainer.accelerator.wait_for_everyone()
-    publish_model(trainer, tokenizer, partial, dtype)
+    publish_model(trainer, tokenizer, partial, MASTER_WEIGHTS_DTYPE)
     if is_main:
         rows = run_log.read("log")
         write_jsonl(partial / "log.jsonl", rows)
@@ -248,7 +249,8 @@ def train(
             config=dict(provenance_config or {"training": cfg, "consensus": cons, "arm": arm, "task": task,
                                               "prompt_style": prompt_style, "answers": {"policy": policy}}),
             model=str(model_dir), arm=arm, reward_arm=reward_arm, learning_rate=float(cfg["learning_rate"]),
-            steps=steps_done, max_steps=max_steps, dtype=dtype, numeric=provenance.numeric_path(dtype),
+            steps=steps_done, max_steps=max_steps, dtype=dtype, master_weights=MASTER_WEIGHTS_DTYPE,
+            saved_dtype=MASTER_WEIGHTS_DTYPE, numeric=provenance.numeric_path(dtype),
             generation={"backend": "vllm" if args.use_vllm else "hf", "device": "cuda" if on_gpu else "cpu",
                         "dtype": trainer.vllm_dtype if args.use_vllm else dtype},
             updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),

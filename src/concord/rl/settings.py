@@ -60,13 +60,31 @@ def job_layout(cfg: Mapping[str, Any], num_processes: int):
                                cfg["gradient_accumulation_steps"], cfg["updates_per_generation"]))
 
 
+#: The dtype of the weights the optimiser steps, whatever the compute dtype. verl creates its actor
+#: in fp32 for this reason ("Otherwise, the optimizer is in bf16, which is incorrect"): AdamW's
+#: update at the paper's learning rate (5e-7) is far below bf16's resolution, so stepping bf16
+#: weights rounds almost every update away (measured on SmolLM2-135M: 0.31% of parameters move).
+MASTER_WEIGHTS_DTYPE = "float32"
+
+
 def resolve_dtype(cfg: Mapping[str, Any], on_gpu: bool) -> str:
-    """The training dtype: the model is loaded, trained and saved in it, and the colocated vLLM
-    engine generates in it. ``auto``: what the processor computes natively
-    (:func:`concord.hardware.resolve_dtype`: bf16 on a GPU or a CPU with AVX-512 BF16/AMX, else fp32)."""
+    """The training *compute* dtype: forward and backward passes run in it (autocast on one
+    process, FSDP2's mixed-precision policy over several), the colocated vLLM engine generates in
+    it and the trained model is saved in it; the weights the optimiser steps are always
+    :data:`MASTER_WEIGHTS_DTYPE`. ``auto``: bf16 on a GPU, fp32 on every CPU
+    (:func:`concord.hardware.resolve_dtype`)."""
     from concord import hardware
 
     return hardware.resolve_dtype(cfg["dtype"], "cuda" if on_gpu else "cpu")
+
+
+def compute_dtype(args) -> str:
+    """The compute dtype a built ``GRPOConfig`` asks for (its ``bf16``/``fp16`` flags)."""
+    if getattr(args, "bf16", False):
+        return "bfloat16"
+    if getattr(args, "fp16", False):
+        return "float16"
+    return "float32"
 
 
 def resolve_use_vllm(cfg: Mapping[str, Any], on_gpu: bool) -> bool:
@@ -171,9 +189,11 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
         seed=int(seed),
         data_seed=int(seed),
         use_cpu=not on_gpu,
+        # bf16/fp16 are compute only: accelerate runs the forward under autocast (one process) or
+        # FSDP2's MixedPrecisionPolicy, while the optimiser steps fp32 master weights.
         bf16=dtype == "bfloat16",
         fp16=dtype == "float16",
-        model_init_kwargs={"dtype": dtype},
+        model_init_kwargs={"dtype": MASTER_WEIGHTS_DTYPE},
         num_generations=layout.n_vote,
         per_device_train_batch_size=layout.per_device_train_batch_size,
         gradient_accumulation_steps=layout.gradient_accumulation_steps,
@@ -216,6 +236,6 @@ def grpo_settings(cfg: Mapping[str, Any], layout, *, checkpoint_dir: str | os.Pa
     )
 
 
-__all__ = ["ZERO_UPDATE_ARM", "arm_training", "check_model_positions", "context_budget", "dual_clip", "grpo_config",
+__all__ = ["MASTER_WEIGHTS_DTYPE", "ZERO_UPDATE_ARM", "arm_training", "compute_dtype", "check_model_positions", "context_budget", "dual_clip", "grpo_config",
            "grpo_settings", "job_layout", "resolve_dtype", "resolve_training", "resolve_use_vllm", "total_steps",
            "warmup_updates"]

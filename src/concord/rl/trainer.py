@@ -32,6 +32,7 @@ from trl.trainer.utils import pad
 
 from concord.rl.batching import Layout, check_layout, gated_advantages, keep_mask
 from concord.rl.rewards import ConsensusReward
+from concord.rl.settings import compute_dtype
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         if "reward_funcs" in kwargs:
             raise TypeError("ConsensusGRPOTrainer takes consensus_reward=..., not reward_funcs")
         train_args = kwargs.get("args")
-        dtype = str(((getattr(train_args, "model_init_kwargs", None) or {}).get("dtype")) or "auto")
+        dtype = compute_dtype(train_args)  # the engine generates in the compute dtype, not the master weights'
         with _colocated_vllm(dtype, bool(getattr(train_args, "use_vllm", False)), bool(getattr(train_args, "use_cpu", False))):
             super().__init__(*args, reward_funcs=[consensus_reward], **kwargs)
         #: the dtype the colocated vLLM engine generates in (None without vLLM), checked to be the trainer's

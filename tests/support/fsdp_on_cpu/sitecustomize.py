@@ -26,3 +26,12 @@ if os.environ.get("CONCORD_FSDP_ON_CPU") == "1":
             _state.PartialState._shared_state["distributed_type"] = _DistributedType.FSDP
 
     _state.AcceleratorState.__init__ = _init
+
+if os.environ.get("CONCORD_TEST_SPREAD_REWARD") == "1":
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    _sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))
+    import spread_reward as _spread_reward
+
+    _spread_reward.register()
