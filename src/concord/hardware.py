@@ -16,6 +16,27 @@ import platform
 import subprocess
 from pathlib import Path
 
+#: The CPU kernels every concord process computes with unless told otherwise: torch's ATen kernels
+#: and MKL's BLAS (MKL's conditional numerical reproducibility branch) at AVX2, on every x86 CPU
+#: that has it. fp32 alone is not enough for one set of numbers: on an AVX-512 machine the native
+#: kernels sum in another order than AVX2's, and the same sampled tokens came with log-probs up to
+#: 3e-5 nats apart (measured on SmolLM2-135M); pinned, an AVX-512 machine computes what an AVX2
+#: one does. Set before torch computes anything (both are read at first use); an explicit setting
+#: in the environment wins, and ``CONCORD_NATIVE_CPU_KERNELS=1`` leaves the processor's own
+#: kernels (faster on some CPUs, other low-order bits). bf16 matrix products (oneDNN) are not
+#: pinned: bf16 on a CPU is an opt-in that gives other numbers anyway.
+PORTABLE_CPU_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+
+
+def pin_portable_cpu_kernels() -> dict:
+    """Set :data:`PORTABLE_CPU_KERNELS` in this process's environment (where unset, and unless
+    ``CONCORD_NATIVE_CPU_KERNELS=1``); the settings in force after the call."""
+    if os.environ.get("CONCORD_NATIVE_CPU_KERNELS") != "1":
+        for key, value in PORTABLE_CPU_KERNELS.items():
+            os.environ.setdefault(key, value)
+    return {key: os.environ.get(key) for key in PORTABLE_CPU_KERNELS}
+
+
 # CPU flags (as /proc/cpuinfo names them) that give native bf16 matrix arithmetic.
 NATIVE_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -80,6 +101,7 @@ def processor() -> dict:
         "native_bf16": cpu_has_native_bf16(),
         "cpu_flags": sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "sse4"))),
         "torch_cpu_capability": torch_cpu_capability(),
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
     }
 
 

@@ -25,7 +25,8 @@ def as_vllm(policy_state: dict, name: str):
 
 
 def fraction_equal(llm, model) -> float:
-    """Share of vLLM's parameter tensors bit-equal to the policy's."""
+    """Share of vLLM's parameter tensors bit-equal to the policy's, the policy's cast to the
+    engine's dtype (fp32 master weights under bf16 compute reach a bf16 engine rounded)."""
     import torch
 
     policy = {n: p.detach() for n, p in model.named_parameters()}
@@ -34,7 +35,7 @@ def fraction_equal(llm, model) -> float:
     for name, tensor in engine.items():
         ref = as_vllm(policy, name)
         # vLLM pads the vocabulary dimension of the embedding and lm_head (to a multiple of 64).
-        equal.append(torch.equal(tensor[: ref.shape[0]], ref))
+        equal.append(torch.equal(tensor[: ref.shape[0]], ref.to(tensor.dtype)))
     return sum(equal) / len(equal)
 
 

