@@ -89,9 +89,12 @@ def test_slurm_budget_prints_gpu_hours_per_paper_and_rule_of_the_paper_grid():
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {tuple(line.split()[:2]): line.split() for line in proc.stdout.splitlines()[2:]}
-    # 7 models x 6 benchmarks roll-outs (first seed: Figure 2), x 4 arms x 3 seeds training, x 5 (base + arms) x 3 evaluations.
-    assert rows[("CoRE", "rollouts")][2] == "42" and rows[("CoRE", "train")][2] == "504"
-    assert rows[("CoRE", "evaluate")][2] == "630" and rows[("CoRE", "train")][3] == "8"
+    # 7 models x 6 benchmarks roll-outs (first seed: Figure 2), x (4 arms x 3 seeds + the zero-update
+    # control's one seed) training, x (5 x 3 + 1) evaluations (base, arms, control).
+    assert rows[("CoRE", "rollouts")][2] == "42" and rows[("CoRE", "train")][2] == "546"
+    assert rows[("CoRE", "evaluate")][2] == "672" and rows[("CoRE", "train")][3] == "8"
+    control = next(line for line in proc.stdout.splitlines() if "zero-update control" in line)
+    assert " 84 jobs, " in control and "% of CoRE)" in control  # 42 trainings + 42 evaluations, costed
     total = float(rows[("CoRE", "total")][2])
     parts = sum(float(rows[("CoRE", r)][4]) for r in ("rollouts", "train", "evaluate"))
     assert total == pytest.approx(parts, abs=0.2) and total > 0

@@ -229,3 +229,26 @@ def test_stratified_bootstrap_keeps_each_group_in_its_stratum():
     assert est == pytest.approx((d.mean() + (d[:3] + 1).mean()) / 2) and lo < est < hi
     with pytest.raises(ValueError, match="non-empty"):
         stats.bootstrap_mean_of_means([d, []])
+
+
+def test_questions_and_seeds_bootstrap_reduces_to_the_question_bootstrap_with_one_seed():
+    rng = np.random.default_rng(1)
+    d = rng.choice([-100.0, 0.0, 0.0, 100.0], size=200)
+    est, lo, hi = stats.bootstrap_questions_and_seeds([d[:, None]], 4000, 0)
+    ref = stats.bootstrap_mean_of_means([d], 4000, 0)
+    assert est == pytest.approx(ref[0])
+    assert lo == pytest.approx(ref[1], abs=1.5) and hi == pytest.approx(ref[2], abs=1.5)
+
+
+def test_questions_and_seeds_bootstrap_widens_with_the_spread_over_seeds():
+    rng = np.random.default_rng(2)
+    questions = rng.normal(0.0, 5.0, size=(100, 1))
+    seeds = np.array([[-20.0, 0.0, 20.0]])  # training seeds that disagree by tens of points
+    d = questions + seeds
+    _, lo, hi = stats.bootstrap_questions_and_seeds([d], 4000, 0)
+    _, lo_q, hi_q = stats.bootstrap_mean_of_means([d.mean(axis=1)], 4000, 0)  # seeds averaged away
+    assert (hi - lo) > 5 * (hi_q - lo_q)
+    assert stats.bootstrap_questions_and_seeds([d], 4000, 0) == (stats.bootstrap_questions_and_seeds([d], 4000, 0))
+    assert stats.bootstrap_questions_and_seeds([np.full((3, 2), 4.0)], 100, 0) == (4.0, 4.0, 4.0)
+    with pytest.raises(ValueError, match="questions x seeds"):
+        stats.bootstrap_questions_and_seeds([np.array([1.0, 2.0])])

@@ -41,14 +41,13 @@ def figure3_base_inputs(wildcards=None):
 
 
 def train_targets():
-    return [f"{train_dir(m, b, a, s)}/log.jsonl" for m in MODELS for b in BENCHMARKS for a in ARMS for s in SEEDS]
+    return [f"{train_dir(m, b, a, s)}/log.jsonl" for m in MODELS for b in BENCHMARKS for a in ARMS
+            for s in _tables.arm_seeds(config, a)]
 
 
 def eval_targets():
-    return expand(
-        f"{RESULTS}/eval/{{model}}/{{benchmark}}/{{arm}}/seed{{seed}}.json",
-        model=MODELS, benchmark=BENCHMARKS, arm=["base"] + ARMS, seed=SEEDS,
-    )
+    return [f"{RESULTS}/eval/{m}/{b}/{a}/seed{s}.json" for m in MODELS for b in BENCHMARKS for a in ["base"] + ARMS
+            for s in _tables.arm_seeds(config, a)]
 
 
 def figure3_targets():

@@ -251,3 +251,45 @@ def bootstrap_se_seeds_questions(values, n_resamples: int = 10_000, seed: int = 
         stats.append(m[rows[:, :, None], cols[:, None, :]].mean(axis=(1, 2)))
     se = float(np.concatenate(stats).std(ddof=1))
     return 0.0 if math.isclose(se, 0.0, abs_tol=1e-15) else se
+
+
+def bootstrap_questions_and_seeds(
+    cells: Sequence[np.ndarray],
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence_level: float = 0.95,
+) -> tuple[float, float, float]:
+    """Mean over cells of each cell's mean paired difference, with a percentile bootstrap interval
+    that resamples questions *and* seeds.
+
+    Each cell is a (questions x seeds) matrix of per-question differences (an arm's accuracy on a
+    question in one training seed minus Base's). One resample draws, in every cell on its own, its
+    questions with replacement and its seeds with replacement (a two-way crossed bootstrap: the
+    question set and the training seed both vary between two reproductions); the statistic is the
+    mean of the cells' resampled means. With one seed per cell this is the ordinary stratified
+    bootstrap over questions. scipy's ``bootstrap`` resamples one axis of independent
+    observations, so the crossed design is drawn here with numpy's multinomial counts.
+    Returns ``(estimate, lo, hi)``.
+    """
+    mats = [np.asarray(c, dtype=float) for c in cells]
+    if not mats or any(m.ndim != 2 or m.size == 0 for m in mats):
+        raise ValueError("bootstrap_questions_and_seeds needs non-empty (questions x seeds) matrices")
+    if any(not np.isfinite(m).all() for m in mats):
+        raise ValueError("bootstrap_questions_and_seeds: differences must be finite")
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level must lie strictly between 0 and 1, got {confidence_level!r}")
+    estimate = float(np.mean([m.mean() for m in mats]))
+    if all(np.all(m == m.flat[0]) for m in mats):
+        return estimate, estimate, estimate
+    rng = _rng(seed)
+    b = _resamples(n_resamples)
+    total = np.zeros(b)
+    for m in mats:
+        q, s = m.shape
+        wq = rng.multinomial(q, np.full(q, 1.0 / q), size=b)  # (b, q) times each question is drawn
+        ws = rng.multinomial(s, np.full(s, 1.0 / s), size=b)  # (b, s) times each seed is drawn
+        total += np.einsum("bq,qs,bs->b", wq, m, ws) / (q * s)
+    stats_ = total / len(mats)
+    alpha = (1.0 - confidence_level) / 2.0
+    lo, hi = np.quantile(stats_, [alpha, 1.0 - alpha])
+    return estimate, float(lo), float(hi)

@@ -38,6 +38,10 @@ class BudgetError(ValueError):
     """The budget cannot be computed (the message names the missing fact and where to give it)."""
 
 
+#: The control arm's name (concord.rl.settings.ZERO_UPDATE_ARM), counted on its own line.
+CONTROL_ARM = "zero_update"
+
+
 @dataclass(frozen=True)
 class Workload:
     paper: str
@@ -240,6 +244,11 @@ def summary(estimates: list[Estimate]) -> str:
                      f"{max(e.runtime_min for e in group):>19} {max(e.mem_mb for e in group):>17}")
     for paper, hours in sorted(papers.items()):
         lines.append(f"{paper:6} {'total':13} {'':>5} {'':>8} {hours:>10.1f}")
+    control = [e for e in estimates if e.workload.paper == "CoRE" and f"/{CONTROL_ARM}/" in f"/{e.workload.job}/"]
+    if control:
+        hours = sum(e.gpu_hours for e in control)
+        lines.append(f"{'CoRE':6} {'of which the zero-update control (train + evaluate)':>13} {len(control)} jobs, "
+                     f"{hours:.1f} GPU-h ({100 * hours / papers['CoRE']:.1f}% of CoRE)")
     lines.append(f"{'all':6} {'total':13} {len(estimates):>5} {'':>8} {sum(papers.values()):>10.1f}")
     return "\n".join(lines)
 

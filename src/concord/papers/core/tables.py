@@ -6,9 +6,10 @@ benchmark) with each arm's mean +/- std over seeds in percent, each arm minus Ba
 points) with a paired test beside it, the best improvement marked, and a final Mean-Delta row --
 as CSV (numbers), Markdown and LaTeX.
 
-Controls: every Delta carries a 95% paired bootstrap interval over questions (each question's
-accuracy, averaged over seeds, minus Base's on the same question; the Mean-Delta row resamples
-each cell's questions within the cell) and, in the CSV, a paired sign-flip permutation p-value
+Controls: every Delta carries a 95% paired bootstrap interval that resamples questions and
+training seeds (each question's accuracy in each seed minus Base's on the same question,
+:func:`concord.stats.bootstrap_questions_and_seeds`; the Mean-Delta row resamples each cell's
+questions and seeds within the cell) and, in the CSV, a paired sign-flip permutation p-value
 (:mod:`concord.stats`, scipy). The zero-update arm (the training path at learning rate 0,
 ``concord.rl.settings.ZERO_UPDATE_ARM``) is a column of its own, never "best"; the table says
 whether it reproduces Base sample for sample. Two arms whose trained weights hash the same in
@@ -63,9 +64,23 @@ class TableSpec:
     seeds: tuple[int, ...]
     families: Mapping[str, str]
     labels: Mapping[str, str]
+    control_seeds: tuple[int, ...] = ()  # the zero-update control's seeds (empty: ``seeds``)
 
     def label(self, key: str) -> str:
         return self.labels.get(key, key)
+
+    def seeds_of(self, arm: str) -> tuple[int, ...]:
+        return self.control_seeds if arm == ZERO_UPDATE and self.control_seeds else self.seeds
+
+
+def arm_seeds(config: Mapping, arm: str) -> list[int]:
+    """The seeds ``arm`` trains and is evaluated with: ``control_seeds`` for the zero-update
+    control where the config sets it (its check is exact equality with Base, sample for sample, so
+    one seed per cell proves it as well as three), else ``seeds``."""
+    control = config.get("control_seeds")
+    if arm == ZERO_UPDATE and control:
+        return [int(s) for s in control]
+    return [int(s) for s in config["seeds"]]
 
 
 def report_section(config: Mapping) -> dict:
@@ -106,6 +121,7 @@ def table_spec(config: Mapping, name: str) -> TableSpec:
         benchmarks=tuple(report["benchmarks"]),
         arms=("base", *[a for a in ARMS[1:] if a in config["arms"]]),
         seeds=tuple(int(s) for s in config["seeds"]),
+        control_seeds=tuple(int(s) for s in config.get("control_seeds") or ()),
         families={m: config["models"][m].get("family", "Other") for m in models},
         labels=dict(report["labels"]),
     )
@@ -143,7 +159,8 @@ def eval_paths(
 def table_inputs(config: Mapping, name: str, results_dir: str | Path = "results") -> list[Path]:
     """Exactly the evaluation files one table reads."""
     spec = table_spec(config, name)
-    return eval_paths(results_dir, spec.models, spec.benchmarks, spec.arms, spec.seeds)
+    return [path for arm in spec.arms
+            for path in eval_paths(results_dir, spec.models, spec.benchmarks, [arm], spec.seeds_of(arm))]
 
 
 def table_outputs(name: str, results_dir: str | Path = "results") -> dict[str, Path]:
@@ -266,6 +283,15 @@ def _by_question(frame: pd.DataFrame, model: str, bench: str, arm: str) -> pd.Da
     return acc
 
 
+def seed_differences(acc: pd.DataFrame, base: pd.DataFrame) -> np.ndarray:
+    """(questions x arm seeds) differences in points: the arm's accuracy on each question in each
+    seed minus Base's in the same seed where Base was evaluated with it, else Base's mean over its
+    seeds (the rows of ``acc`` and ``base`` are the same questions, in the same order)."""
+    base_mean = base.mean(axis=1)
+    cols = [acc[s] - (base[s] if s in base.columns else base_mean) for s in acc.columns]
+    return 100.0 * np.column_stack([c.to_numpy() for c in cols])
+
+
 def compare_to_base(frame: pd.DataFrame, spec: TableSpec, n_resamples: int = 2000, seed: int = 0) -> Comparisons:
     """Paired intervals and p-values of every arm minus Base, identical models, the zero-update check."""
     from concord import stats
@@ -273,7 +299,7 @@ def compare_to_base(frame: pd.DataFrame, spec: TableSpec, n_resamples: int = 200
     cells: dict = {}
     identical: dict = {}
     zero_equals_base: dict = {}
-    per_arm: dict[str, list[np.ndarray]] = {a: [] for a in spec.arms if a != "base"}
+    per_arm: dict[str, list[np.ndarray]] = {a: [] for a in spec.arms if a != "base"}  # (questions x seeds) each
     for model in spec.models:
         for bench in spec.benchmarks:
             base = _by_question(frame, model, bench, "base")
@@ -282,14 +308,16 @@ def compare_to_base(frame: pd.DataFrame, spec: TableSpec, n_resamples: int = 200
                 if set(acc.index) != set(base.index):
                     raise ValueError(f"{spec.name}: {model}/{bench}/{arm} was evaluated on other questions than Base "
                                      f"({len(set(acc.index) ^ set(base.index))} differ): the paired test needs the same ones")
-                d = 100.0 * (acc.loc[base.index].mean(axis=1) - base.mean(axis=1)).to_numpy()
-                _, lo, hi = stats.bootstrap_mean_of_means([d], n_resamples, seed, CONFIDENCE_LEVEL)
+                by_seed = seed_differences(acc.loc[base.index], base)
+                d = by_seed.mean(axis=1)
+                _, lo, hi = stats.bootstrap_questions_and_seeds([by_seed], n_resamples, seed, CONFIDENCE_LEVEL)
                 cells[(model, bench, arm)] = (d, lo, hi, stats.sign_flip_test(d, n_resamples, seed))
-                per_arm[arm].append(d)
+                per_arm[arm].append(by_seed)
             identical.update(_identical_models(frame, model, bench, [a for a in spec.arms if a not in ("base",)]))
             if ZERO_UPDATE in per_arm:
                 zero_equals_base[(model, bench)] = _same_answers(frame, model, bench, ZERO_UPDATE, "base")
-    mean = {arm: stats.bootstrap_mean_of_means(ds, n_resamples, seed, CONFIDENCE_LEVEL)[1:] for arm, ds in per_arm.items()}
+    mean = {arm: stats.bootstrap_questions_and_seeds(ds, n_resamples, seed, CONFIDENCE_LEVEL)[1:]
+            for arm, ds in per_arm.items()}
     return Comparisons(cells, mean, identical, zero_equals_base, int(n_resamples))
 
 
@@ -489,10 +517,11 @@ def caption_for(spec: TableSpec, table: pd.DataFrame | None = None, comparisons:
     )
     if comparisons is not None:
         caption += (
-            f" Brackets: {round(100 * comparisons.confidence_level)}% paired bootstrap interval of Δ over questions "
-            f"({comparisons.n_resamples} resamples; each question's accuracy minus Base's on it, averaged over seeds; "
-            "the Mean-Δ row resamples within each row); an interval that contains 0 is not a difference. "
-            "The CSV adds a paired sign-flip permutation p-value (p_{arm})."
+            f" Brackets: {round(100 * comparisons.confidence_level)}% paired bootstrap interval of Δ resampling "
+            f"questions and training seeds ({comparisons.n_resamples} resamples; each question's accuracy in each "
+            "seed minus Base's on it; the Mean-Δ row resamples within each row); an interval that contains 0 is "
+            "not a difference. The CSV adds a paired sign-flip permutation p-value over questions (p_{arm}, "
+            "each question's Δ averaged over seeds)."
         )
     if table is not None and comparisons is not None:
         caption += _control_notes(table, spec, comparisons)
