@@ -791,8 +791,9 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
                                           dict(setting), ["no harmful flips: the ratio is infinite"], True, None, group))
                 else:
                     add(f"ladder:{model}:{bench}:{view}:ratio", ratio, rel, ses.get("flip_ratio"))
-                p = row.get("p_holm") if _finite(row.get("p_holm")) is not None else row.get("p")
-                add(f"ladder:{model}:{bench}:{view}:p", p, rel)
+                # Table 37 prints the uncorrected exact McNemar p although its caption says Holm
+                # (printed/anomalies.csv), so the uncorrected p is the one compared.
+                add(f"ladder:{model}:{bench}:{view}:p", row.get("p"), rel)
     if "summary" in tables and (analysis / "summary.json").is_file():
         rel = f"{rel_dir}/summary.json"
         summary = json.loads((analysis / "summary.json").read_text(encoding="utf-8"))
