@@ -15,7 +15,8 @@ the printed CoRE tables (``printed/core.csv``)
     (:func:`core_rows`), so the inputs are exactly the transcribed (and seed-checked) cells.
 
 Columns of ``statistics.csv``: ``id``, ``paper``, ``table``, ``row``, ``statistic``, ``method`` (a key of
-:data:`METHODS`), ``inputs`` (``key=value`` pairs separated by ``;``; lists space-separated),
+:data:`METHODS`), ``inputs`` (``key=value`` pairs separated by ``;``; lists space-separated; a whole number printed as a
+rounded percentage is written ``94%``, other whole numbers are exact counts),
 ``printed`` (the value as printed; ``<0.001`` for a printed bound), ``quote`` (the seed text that
 holds it), ``stated_method`` (the method the paper's caption or text names, when it is not the one
 that reproduces the printed digits) and ``anomaly`` (the paper's own inconsistency, when there is
@@ -115,6 +116,8 @@ METHODS: dict[str, Method] = {
     "mean": Method("mean of the printed cells", ("values",), _mean),
     "mean_difference": Method("mean of the cells' differences a - b", ("a", "b"),
                               lambda a: float(np.mean(np.asarray(a["a"]) - np.asarray(a["b"])))),
+    "max_difference": Method("largest of the cells' differences a - b", ("a", "b"),
+                             lambda a: float(np.max(np.asarray(a["a"]) - np.asarray(a["b"])))),
     "weighted_mean": Method("mean weighted by n", ("values", "weights"),
                             lambda a: float(np.average(a["values"], weights=a["weights"]))),
     "flip_gain": Method("100 (b - c) / n (accuracy change from flips, pp)", ("b", "c", "n"),
@@ -167,9 +170,9 @@ def parse_inputs(text: str) -> tuple[dict, dict]:
         if key in _TEXT_INPUTS:
             values[key] = value
         elif key in ("values", "weights") or (key in ("a", "b") and " " in value):
-            values[key] = [float(v) for v in value.split()]
+            values[key] = [float(v.rstrip("%")) for v in value.split()]
         else:
-            values[key] = float(value)
+            values[key] = float(value.rstrip("%"))
     return values, texts
 
 
@@ -186,9 +189,9 @@ def _rounding_bound(method: Method, values: dict, texts: dict) -> float:
             continue
         items = text.split()
         for i, item in enumerate(items):
-            if "." not in item:
-                continue  # a count: exact
-            half = rounding_of(item)
+            if "." not in item and not item.endswith("%"):
+                continue  # a count: exact (a rounded whole percentage is written "94%")
+            half = rounding_of(item.rstrip("%"))
             step = half / 10.0
 
             def at(delta: float) -> float:
@@ -320,6 +323,12 @@ def core_rows(cells: Sequence[PrintedCell] | None = None) -> list[Statistic]:
             reg = by_measure.get(":".join(parts[:-1] + ["regressions"]))
             if rec is not None and reg is not None:
                 add(cell, "difference", f"a={rec.text};b={reg.text}", "recoveries − regressions")
+    a, b = cell_differences("core", "majority", None)
+    if a:
+        out.append(Statistic(
+            id="core.abstract.max_margin_over_majority", paper="core", table="Abstract", row="all model–benchmark cells",
+            statistic="largest CoRE − Majority", method="max_difference", inputs=f"a={' '.join(a)};b={' '.join(b)}",
+            printed="+7.5", quote="margins over the vote of up to $+7.5$ points"))
     fig5a = {c.measure.split(":")[1]: c for c in cells if c.measure.startswith("fig5a:")}
     if fig5a:
         a, b = [], []
