@@ -192,7 +192,8 @@ def diversity_by_outcome(diversity: Sequence[float], outcomes: Sequence[str]) ->
         test = {"t": float(res.statistic), "p": float(res.pvalue)}
     else:
         test = {"t": math.nan, "p": math.nan}
-    test.update(n_beneficial=int(ben.size), n_no_flip=int(none.size))
+    # Table 32's caption names the test: "Welch t-tests (beneficial vs. non-flip)".
+    test.update(n_beneficial=int(ben.size), n_no_flip=int(none.size), method="Welch t-test, two-sided")
     return table, test
 
 
