@@ -121,6 +121,7 @@ def _section3(records: Sequence[Mapping], out: Path, title: str) -> dict:
     caption = (f"{title} Section 3 controlled setting: majority vote vs synthesis over the same pre-refinement "
                f"proposals (n={stats_['n']}); {stats_['beneficial']} beneficial vs {stats_['harmful']} harmful flips, "
                f"{stats_['delta_pp']:+.1f} pp, McNemar chi2={stats_['mcnemar_chi2']:.2f}, p={stats_['mcnemar_p']:.3f} "
+               "(chi-square without continuity correction) "
                "(paper: Table 29 GPQA-Diamond 12 vs 5, chi2=2.88, p=0.090; Table 30 BBH-3 16 vs 5, chi2=5.76, p=0.016)")
     write_table(table, out / SECTION3_TABLE, caption)
     return stats_
