@@ -218,3 +218,15 @@ def test_fmv_figures_are_titled_with_model_and_benchmark():
     ax = report.validation_figure(curve, title="SmolLM2 on HumanEval").axes[0]
     assert ax.get_title() == "SmolLM2 on HumanEval"
     assert all(float(t).is_integer() for t in ax.get_xticks())  # training steps
+
+
+def test_tables_1_2_standard_error_is_over_questions():
+    # Seeds that disagree only by a constant leave the SE over questions unchanged: the paper's
+    # "bootstrapped standard error of the mean" is over questions, not seeds.
+    rng = np.random.default_rng(5)
+    questions = rng.uniform(0, 1, 60)
+    frames = [pd.DataFrame({"question_id": range(60), "mean": np.clip(questions + d, 0, 1)}) for d in (-0.1, 0.0, 0.1)]
+    mean, se = report.mean_and_se(frames, "mean", 4000, 1)
+    assert mean == pytest.approx(np.mean([f["mean"].mean() for f in frames]))
+    assert se == pytest.approx(bootstrap_se(np.mean([f["mean"] for f in frames], axis=0), 4000, 1))
+    assert se == pytest.approx(np.std(questions) / np.sqrt(60), rel=0.2)

@@ -154,3 +154,19 @@ def test_flips_against_majority_vote_applies_holm_over_the_conditions():
     holm = frame.loc[1:, "p_holm"].to_numpy()
     assert holm[order[0]] == pytest.approx(min(1.0, 3 * raw[order[0]]))  # the smallest p times m = 3
     assert all(h >= r for h, r in zip(holm, raw))
+
+
+def test_each_table_takes_the_mcnemar_its_printed_numbers_show():
+    import numpy as np
+
+    # Table 37's 10 vs 23 flips: exact binomial 0.035 (chi-square would give 0.024).
+    mv = np.array([True] * 23 + [False] * 10 + [True] * 5)
+    cond = np.array([False] * 23 + [True] * 10 + [True] * 5)
+    frame = analysis.flips_against(mv, {"cot": cond})
+    assert round(frame.loc[1, "p"], 3) == 0.035 and frame.loc[1, "p_method"].startswith("McNemar, exact")
+    # Table 27's 11 vs 7 flips: continuity-corrected chi-square 0.480.
+    records = [{"methods": {"a": {"correct": a}, "b": {"correct": b}}}
+               for a, b in [(True, False)] * 11 + [(False, True)] * 7 + [(True, True)] * 3]
+    table = analysis.compared_to(records, "b", ["a"])
+    assert round(table.loc[1, "mcnemar_p"], 3) == 0.480 and "continuity correction" in table.loc[1, "p_method"]
+    assert analysis.TABLE_P_METHOD["table29"] == "chi2" and analysis.mcnemar_chi2(12, 5)[0] == pytest.approx(2.882, abs=1e-3)

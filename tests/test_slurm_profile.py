@@ -79,7 +79,7 @@ def _filled_profile(tmp_path: Path) -> tuple[Path, list[str]]:
         f"fmv={{benchmarks: {{lcb_v6: {{path: {data / 'lcb.jsonl'}}}}}}}",
         "scmoa={endpoints: {"
         + ", ".join(f"{key}: {{base_url: 'http://gpu-node-7:{8000 + i}/v1'}}"
-                    for i, key in enumerate(("gpt-oss-120b", "llama-3.3-70b", "llama-3.1-8b")))
+                    for i, key in enumerate(("gpt-oss-120b", "llama-3.3-70b", "llama-3.1-8b", "gpt-oss-20b")))
         + f"}}, benchmarks: {{bbh3: {{path: {data / 'bbh'}}}, bbh_full: {{path: {data / 'bbh'}}}, "
         f"mmlu_ml: {{path: {data / 'mmlu.csv'}}}, gpqa_diamond: {{path: {data / 'gpqa.csv'}}}, "
         f"aime: {{path: {data / 'aime.jsonl'}}}, lcb_hard: {{path: {data / 'lcb.jsonl'}}}}}}}",

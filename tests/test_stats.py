@@ -252,3 +252,28 @@ def test_questions_and_seeds_bootstrap_widens_with_the_spread_over_seeds():
     assert stats.bootstrap_questions_and_seeds([np.full((3, 2), 4.0)], 100, 0) == (4.0, 4.0, 4.0)
     with pytest.raises(ValueError, match="questions x seeds"):
         stats.bootstrap_questions_and_seeds([np.array([1.0, 2.0])])
+
+
+def test_mcnemar_variants_match_the_papers_printed_p_values():
+    from concord import stats as cs
+
+    # SC-MoA Table 37 (exact), Tables 29-30 (chi-square), Table 27 (continuity-corrected chi-square).
+    assert round(cs.mcnemar(10, 23, method="exact"), 3) == 0.035
+    assert round(cs.mcnemar(10, 23, exact=True), 3) == 0.035
+    assert round(cs.mcnemar(12, 5), 3) == 0.090 and round(cs.mcnemar_statistic(12, 5), 2) == 2.88
+    assert round(cs.mcnemar(11, 7, method="chi2_cc"), 3) == 0.480
+    assert cs.mcnemar_statistic(11, 7, correction=True) == pytest.approx(0.5)
+    assert cs.mcnemar(0, 0, method="exact") == 1.0 and cs.mcnemar_statistic(0, 0) == 0.0
+    with pytest.raises(ValueError, match="unknown McNemar method"):
+        cs.mcnemar(3, 4, method="fisher")
+    with pytest.raises(ValueError, match="non-negative integer"):
+        cs.mcnemar(-1, 4, method="exact")
+
+
+def test_holm_matches_statsmodels_and_rejects_bad_p_values():
+    from concord import stats as cs
+
+    assert cs.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert cs.holm([]) == []
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        cs.holm([0.5, 1.5])

@@ -18,6 +18,9 @@ __all__ = [
     "sign_test",
     "wilcoxon",
     "mcnemar",
+    "mcnemar_statistic",
+    "MCNEMAR_METHODS",
+    "holm",
     "paired_bootstrap",
     "bootstrap_mean_of_means",
     "sign_flip_test",
@@ -96,20 +99,64 @@ def wilcoxon(a: Sequence[float], b: Sequence[float]) -> float:
     return float(_sps.wilcoxon(x, y, alternative="two-sided").pvalue)
 
 
-def mcnemar(b: int, c: int, exact: bool = False) -> float:
-    """McNemar's test from the two discordant counts ``b`` and ``c``.
+#: McNemar variants, as the papers use them (docs/fidelity.md, "Which test each printed p-value uses"):
+#: ``exact`` the two-sided binomial test of ``b`` in ``b + c``; ``chi2`` the chi-square statistic
+#: ``(b - c)^2 / (b + c)`` on 1 df; ``chi2_cc`` with Edwards' continuity correction
+#: ``(|b - c| - 1)^2 / (b + c)``.
+MCNEMAR_METHODS: dict[str, str] = {
+    "exact": "McNemar, exact binomial (two-sided)",
+    "chi2": "McNemar, chi-square without continuity correction",
+    "chi2_cc": "McNemar, chi-square with continuity correction",
+}
 
-    Default: chi-square statistic ``(b - c)^2 / (b + c)`` *without* continuity correction,
-    as the SC-MoA paper reports. ``exact=True``: two-sided binomial test of ``b`` in ``b + c``.
-    Without discordant pairs the two arms agree everywhere and the p-value is 1.
+
+def _mcnemar_method(method: str | None, exact: bool) -> str:
+    if method is None:
+        return "exact" if exact else "chi2"
+    if method not in MCNEMAR_METHODS:
+        raise ValueError(f"unknown McNemar method {method!r}; known: {', '.join(MCNEMAR_METHODS)}")
+    return method
+
+
+def mcnemar(b: int, c: int, exact: bool = False, method: str | None = None) -> float:
+    """McNemar's test from the two discordant counts ``b`` and ``c``: the two-sided p-value.
+
+    ``method`` is one of :data:`MCNEMAR_METHODS` (``exact``, ``chi2``, ``chi2_cc``); without it,
+    ``exact=True`` selects ``exact`` and the default is ``chi2``. Without discordant pairs the two
+    arms agree everywhere and the p-value is 1.
     """
     from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
 
     b, c = _count("b", b), _count("c", c)
+    method = _mcnemar_method(method, exact)
     if b + c == 0:
         return 1.0
     table = [[0, b], [c, 0]]  # concordant cells do not enter McNemar's statistic
-    return float(_sm_mcnemar(table, exact=bool(exact), correction=False).pvalue)
+    result = _sm_mcnemar(table, exact=method == "exact", correction=method == "chi2_cc")
+    return float(min(1.0, result.pvalue))
+
+
+def mcnemar_statistic(b: int, c: int, correction: bool = False) -> float:
+    """McNemar's chi-square statistic (statsmodels), with or without the continuity correction;
+    0 without discordant pairs."""
+    from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
+
+    b, c = _count("b", b), _count("c", c)
+    if b + c == 0:
+        return 0.0
+    return float(_sm_mcnemar([[0, b], [c, 0]], exact=False, correction=bool(correction)).statistic)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values of one family (statsmodels ``multipletests``)."""
+    from statsmodels.stats.multitest import multipletests
+
+    ps = _vector("pvalues", pvalues)
+    if ps.size == 0:
+        return []
+    if np.any((ps < 0) | (ps > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    return [float(p) for p in multipletests(ps, method="holm")[1]]
 
 
 def _rng(seed: int) -> np.random.Generator:

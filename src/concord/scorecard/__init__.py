@@ -5,7 +5,8 @@ produced ones are read from the run's table files by their documented paths and 
 (:mod:`.readers` -- this shared layer imports no paper package); :mod:`.compare` gives each printed
 number a difference and a verdict (within or outside a 95% tolerance built by :mod:`.tolerance` from
 both sides' uncertainty, a different setting, an analogue computed, not run); :mod:`.fidelity` links rows to the choices ``docs/fidelity.md`` records; :mod:`.render`
-writes per paper a CSV, a Markdown and an HTML page, and a summary.
+writes per paper a CSV, a Markdown and an HTML page, and a summary; :mod:`.statistics` recomputes the
+papers' own statistics from their printed inputs (``statistics.csv``, ``statistics.md``).
 
 Example::
 
@@ -26,6 +27,7 @@ from concord.scorecard.fidelity import link_cells, parse_fidelity, rows_for
 from concord.scorecard.printed import PAPERS, PrintedCell, load_anomalies, load_printed
 from concord.scorecard.readers import read_produced, scorecard_inputs
 from concord.scorecard.render import paper_html, paper_markdown, scorecard_frame, summary_html, summary_markdown
+from concord.scorecard.statistics import all_statistics, statistics_frame, statistics_markdown
 
 __all__ = ["PAPERS", "VERDICTS", "build", "core_families", "load_printed", "output_names", "scorecard_inputs"]
 
@@ -33,7 +35,9 @@ __all__ = ["PAPERS", "VERDICTS", "build", "core_families", "load_printed", "outp
 def output_names() -> list[str]:
     """The files ``build`` writes into its output folder."""
     names = [f"summary.{ext}" for ext in ("md", "html", "json")]
-    return names + [f"{paper}.{ext}" for paper in PAPERS for ext in ("csv", "md", "html")]
+    names += [f"{paper}.{ext}" for paper in PAPERS for ext in ("csv", "md", "html")]
+    # The papers' statistics recomputed from their own printed inputs (needs no run).
+    return names + ["statistics.csv", "statistics.md"]
 
 
 def core_families(cells: Iterable[PrintedCell]) -> dict[str, set[tuple[str, str]]]:
@@ -71,8 +75,19 @@ def build(files: Iterable[str | Path], results_dir: str | Path, config: Mapping,
             paper, rows, unprinted, counts[paper], paper_fidelity, general, own, run)))
         written.append(io.write_text(out / f"{paper}.html", paper_html(
             paper, rows, unprinted, counts[paper], paper_fidelity, general, own, run)))
-    written.append(io.write_text(out / "summary.md", summary_markdown(counts, run)))
+    statistics = all_statistics()
+    written.append(io.write_text(out / "statistics.csv", statistics_frame(statistics).to_csv(
+        index=False, lineterminator="\n")))
+    written.append(io.write_text(out / "statistics.md", statistics_markdown(statistics)))
+    counts_statistics = {"statistics": len(statistics),
+                         "reproduced": sum(s.verdict == "reproduces" for s in statistics),
+                         "anomalies": sum(bool(s.anomaly) for s in statistics)}
+    written.append(io.write_text(out / "summary.md", summary_markdown(counts, run) + (
+        f"\nThe papers' own statistics, recomputed from their printed inputs: {counts_statistics['reproduced']} of "
+        f"{counts_statistics['statistics']} reproduce to the printed digits; {counts_statistics['anomalies']} rows name "
+        "an inconsistency of the paper (statistics.md).\n")))
     written.append(io.write_text(out / "summary.html", summary_html(counts, run)))
-    written.append(io.write_text(out / "summary.json", json.dumps({"run": run, "papers": counts}, indent=2,
+    written.append(io.write_text(out / "summary.json", json.dumps({"run": run, "papers": counts,
+                                                                  "printed_statistics": counts_statistics}, indent=2,
                                                                   sort_keys=True) + "\n"))
     return sorted(written, key=lambda p: output_names().index(p.name))

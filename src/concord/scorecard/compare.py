@@ -5,9 +5,11 @@ Verdicts:
 ``within``
     the run shares the paper's setting (scale included: questions, seeds, training epochs, N, k)
     and its number passes a two-sided test at :data:`~concord.scorecard.tolerance.LEVEL` (95%)
-    of "same quantity": ``|reproduced - printed| <= q * sqrt(SE_paper^2 + SE_run^2 +
-    SD_rounding^2)`` (:mod:`concord.scorecard.tolerance`: the paper's printed spread with its seed
-    count and ddof, the run's own standard error, the printed digits' rounding); above a printed
+    of "same quantity on the same questions": ``|reproduced - printed| <= q * sqrt(SE_paper^2 +
+    SE_run^2 + SD_rounding^2)`` over what varies between two runs on the paper's questions
+    (:mod:`concord.scorecard.tolerance`: seed spreads, a sampled run's sampling noise on both
+    sides, nothing for a greedy cached run, the printed digits' rounding; never the sampling of
+    the questions); a p-value must also share the paper's significance verdict; above a printed
     lower bound, below a printed upper bound.
 ``outside``
     the same setting, beyond that tolerance (or undefined where the paper has a number).

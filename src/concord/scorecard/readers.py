@@ -62,7 +62,7 @@ import pandas as pd
 
 from concord import stats
 from concord.scorecard.printed import CORE_QUESTIONS
-from concord.scorecard.tolerance import (STATISTIC, Uncertainty, combine, count_uncertainty, proportion_uncertainty,
+from concord.scorecard.tolerance import (SAMPLING, STATISTIC, Uncertainty, combine, count_uncertainty, proportion_uncertainty,
                                          seed_uncertainty)
 
 MEAN_ROW_LABEL = "Mean Δ vs. Base"  # concord's CoRE tables name their Mean-Δ row so
@@ -530,9 +530,15 @@ def read_fmv_table(path: Path, rel: str, config: Mapping, table: int) -> list[Re
             if value is None:
                 continue
             se = _finite(row.get(q.replace("_mean", "_se") if table == 1 else f"{q}_se"))
+            scale = _fmv_scale(row, fmv_setting(config))
+            # The printed SE is over questions, which a reproduction shares; what varies between two
+            # runs on the same questions is the sampling: bounded binomially over the n_questions x N
+            # samples of a mean@N, over the questions' one verdict each for FMV and best@N.
+            n_q, n_samples = _finite(row.get("n_questions")), _finite(scale.get("n"))
+            outcomes = None if n_q is None else n_q * (n_samples or 1 if q.endswith("mean") else 1)
             out.append(Reproduced("fmv", f"table{table}:{q}:{model}:{bench}:{key}", 100 * value, rel, _pct_se(se),
-                                  _fmv_scale(row, fmv_setting(config)),
-                                  uncertainty=None if se is None else Uncertainty(100 * se)))
+                                  scale, uncertainty=None if outcomes is None else
+                                  proportion_uncertainty(100 * value, outcomes)))
     return out
 
 
@@ -622,7 +628,8 @@ def _from_percent(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 def _flip_uncertainties(beneficial: int, harmful: int, n: int) -> dict[str, Uncertainty | None]:
-    """SEs of the flip statistics under multinomial sampling of the questions (delta method)."""
+    """SEs of the flip statistics under multinomial sampling of the outcomes (delta method): upper
+    bounds of their run-to-run noise on fixed questions, zero in a greedy setting (tolerance)."""
     total = beneficial + harmful
     out: dict[str, Uncertainty | None] = {"beneficial": count_uncertainty(beneficial, n),
                                           "harmful": count_uncertainty(harmful, n)}
@@ -632,9 +639,10 @@ def _flip_uncertainties(beneficial: int, harmful: int, n: int) -> dict[str, Unce
         out["chi2"] = Uncertainty(math.sqrt(4 * z * z + 2), math.inf, STATISTIC)
     if n:
         var = (total - (beneficial - harmful) ** 2 / n) / n ** 2
-        out["advantage_pp"] = Uncertainty(100 * math.sqrt(max(var, 0.0) + 0.25 / n ** 2))
+        out["advantage_pp"] = Uncertainty(100 * math.sqrt(max(var, 0.0) + 0.25 / n ** 2), math.inf, SAMPLING)
     if beneficial and harmful:
-        out["flip_ratio"] = Uncertainty(beneficial / harmful * math.sqrt(1 / beneficial + 1 / harmful))
+        out["flip_ratio"] = Uncertainty(beneficial / harmful * math.sqrt(1 / beneficial + 1 / harmful), math.inf,
+                                        SAMPLING)
     return out
 
 
@@ -791,8 +799,9 @@ def read_scmoa_dir(analysis: Path, rel_dir: str, model: str, cell: str, config: 
                                           dict(setting), ["no harmful flips: the ratio is infinite"], True, None, group))
                 else:
                     add(f"ladder:{model}:{bench}:{view}:ratio", ratio, rel, ses.get("flip_ratio"))
-                p = row.get("p_holm") if _finite(row.get("p_holm")) is not None else row.get("p")
-                add(f"ladder:{model}:{bench}:{view}:p", p, rel)
+                # Table 37 prints the uncorrected exact McNemar p although its caption says Holm
+                # (printed/anomalies.csv), so the uncorrected p is the one compared.
+                add(f"ladder:{model}:{bench}:{view}:p", row.get("p"), rel)
     if "summary" in tables and (analysis / "summary.json").is_file():
         rel = f"{rel_dir}/summary.json"
         summary = json.loads((analysis / "summary.json").read_text(encoding="utf-8"))

@@ -1,45 +1,47 @@
 """How far a reproduced number may lie from the printed one and still be called "within".
 
-A verdict is a two-sided test at :data:`LEVEL` (95%) of "the run and the paper measured the same
-quantity in the same setting". The difference ``reproduced - printed`` is compared with
+A reproduction runs on the paper's own questions, so a verdict tests "the run and the paper measured
+the same quantity on the same questions": a two-sided test at :data:`LEVEL` (95%) whose tolerance
+holds only what varies between two runs on the same questions, never the sampling of the questions.
+The difference ``reproduced - printed`` is compared with
 
     ``q * sqrt(SE_paper^2 + SE_run^2 + SD_rounding^2)``
 
-where
+where the parts are run-to-run noise of each side:
 
-``SE_paper``
-    the standard error of the printed number, from its printed spread: a std over ``s`` seeds
-    with the paper's ``ddof`` gives ``std * sqrt((s - ddof) / ((s - 1) s))`` (CoRE: 3 seeds,
-    population std, so ``std / sqrt(2)``; a CoRE Δ takes its arm's, Base being printed without
-    one); a printed ±0.0 is a std below half a unit of its last digit, so the floor is that half
-    unit; a bootstrap SE is itself; a 95% CI gives ``(hi - lo) / (2 z_0.975)``.
-``SE_run``
-    the run's own standard error of its number, computed by the readers from the run's artifacts:
-    over its seeds (``std`` and seed count) or, for a single run, over its questions (binomial
-    ``sqrt(p (1 - p) / n)``, FMV's bootstrap SE), propagated through averages and differences.
+``SEEDS``
+    a mean over seeds: the printed std over ``s`` seeds with the paper's ``ddof`` gives
+    ``std * sqrt((s - ddof) / ((s - 1) s))`` (CoRE: 3 seeds, population std); the run's from its own
+    seeds. Two plain seed means are compared by the pooled two-sample t-test
+    (``df = s_paper + s_run - 2``): a faithful reproduction's seeds and the paper's come from one
+    distribution.
+``SAMPLING``
+    a single run's sampling noise on fixed questions (temperature > 0): the run's own estimate, a
+    per-question ``sum_i p_i (1 - p_i) / (k n^2)`` (:func:`sampling_uncertainty`) or its binomial upper
+    bound ``p (1 - p) / (n k)`` (:func:`proportion_uncertainty`, :func:`count_uncertainty`); the
+    paper's single run had the same noise, so it counts on both sides (``2 SE_run^2``). Under greedy
+    decoding with cached calls (a setting with ``temperature=0``: SC-MoA, "no stochastic variance",
+    its Appendix G) two runs on the same questions are identical and this part is zero.
+``QUESTIONS``
+    the sampling of the benchmark's questions (FMV's bootstrap SE over questions, SC-MoA's
+    Clopper-Pearson CI, a bootstrap over a run's questions): not counted, the questions are shared.
 ``SD_rounding``
     the printed digits' rounding as a uniform error: ``2r / sqrt(12)`` for half a unit ``r`` in
     the last digit; a derived number (``86.5 - 6.1``) sums the variances of every rounded literal.
 
-Two plain means over seeds (a CoRE arm printed as mean ± std, reproduced over the run's seeds) are
-compared by the pooled two-sample t-test, ``df = s_paper + s_run - 2``: a faithful reproduction's
-seeds and the paper's come from one distribution, so the test is exact where Welch's approximation
-is conservative with 3 seeds a side.
+``q`` is the two-sided Student-t quantile with Welch-Satterthwaite degrees of freedom over the
+seed-based parts (a normal quantile when no part is estimated from few seeds), from ``scipy.stats``.
 
-Two spreads that describe *question sampling* (FMV's bootstrap SE, SC-MoA's Clopper-Pearson CI,
-and a single run's binomial SE) measure the same source of noise on the same benchmark
-questions, so they are not added: the larger one counts (``max(SE_paper, SE_run)``). A number
-printed without a spread uses the run's SE alone. ``q`` is the two-sided Student-t quantile with
-Welch-Satterthwaite degrees of freedom over the seed-based parts (a normal quantile when no part
-is estimated from few seeds), from ``scipy.stats``.
+P-values are judged by two conditions. The significance verdict at the paper's :data:`ALPHA` must
+agree (a printed 0.090 is not reproduced by p = 0.0003, nor a printed 0.035 by 0.2); and on the scale
+of the test statistic, ``z = Phi^-1(1 - p/2)``, the difference must lie within the tolerance above
+with the printed digits' rounding mapped through ``dz/dp`` and, for a sampled setting, a run-to-run
+z-noise of at most 1 (a unit-variance statistic); greedy settings leave only the rounding, so the
+flips must give the printed digits.
 
-P-values are compared on the scale of their test statistic, ``z = Φ⁻¹(1 - p/2)``, where a
-test statistic has unit standard error (``SE_run = 1``); counts (wins, flips, significant
-comparisons) use the binomial SE of their proportion with a half-count continuity offset
-(``(c + 1/2) / (n + 1)``), so that a printed 0 or "all" is not an exact-equality test.
-
-``docs/scorecard.md`` states the resulting probability that a faithful reproduction is called
-"within" (and ``tests/test_scorecard_calibration.py`` checks it by simulation).
+``docs/scorecard.md`` states the resulting within-rate of a faithful reproduction and the power
+against a named shift; ``tests/test_scorecard_calibration.py`` checks both by simulating reproductions
+at the level of questions.
 """
 
 from __future__ import annotations
@@ -56,11 +58,13 @@ from concord.scorecard.printed import PrintedCell, rounding_of
 #: The significance level of a verdict: two-sided, so a faithful reproduction is "within" with
 #: this probability (docs/scorecard.md, "What within means").
 LEVEL = 0.95
+#: The significance level at which the papers call a p-value significant ("p < 0.05").
+ALPHA = 0.05
 #: How the papers computed their printed spreads (seed counts and ddof of a std).
 PRINTED_SEEDS: dict[str, int] = {"core": 3}
 PRINTED_DDOF: dict[str, int] = {"core": 0}
 # Kinds of standard error.
-SEEDS, QUESTIONS, STATISTIC = "seeds", "questions", "statistic"
+SEEDS, SAMPLING, QUESTIONS, STATISTIC = "seeds", "sampling", "questions", "statistic"
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class Uncertainty:
 
     se: float
     df: float = math.inf
-    kind: str = QUESTIONS  # seeds | questions | statistic
+    kind: str = QUESTIONS  # seeds | sampling | questions | statistic
     n: int | None = None  # the seed count of a plain mean over seeds (the pooled test needs it)
 
 
@@ -83,17 +87,21 @@ class Tolerance:
     df: float
     parts: dict[str, float] = field(default_factory=dict)
     scale: str = "value"
+    significance_agrees: bool = True  # p-values: both sides on the same side of ALPHA
 
     @property
     def within(self) -> bool:
-        return math.isfinite(self.difference) and abs(self.difference) <= self.half_width + 1e-9
+        return (self.significance_agrees and math.isfinite(self.difference)
+                and abs(self.difference) <= self.half_width + 1e-9)
 
     def text(self) -> str:
-        names = {"paper": "paper SE", "run": "run SE", "rounding": "rounding"}
+        names = {"paper": "paper SE", "run": "run SE", "rounding": "rounding",
+                 "sampling": "sampling SE, both runs"}
         parts = ", ".join(f"{names[k]} {v:.3g}" for k, v in self.parts.items() if v)
         df = "normal" if math.isinf(self.df) else f"t({self.df:.1f})"
         unit = " on the z scale" if self.scale == "z" else ""
-        return f"±{self.half_width:.3g}{unit} ({int(100 * LEVEL)}%, {df}{': ' + parts if parts else ''})"
+        verdict = "" if self.significance_agrees else f"; the significance verdict at {ALPHA:g} differs"
+        return f"±{self.half_width:.3g}{unit} ({int(100 * LEVEL)}%, {df}{': ' + parts if parts else ''}{verdict})"
 
 
 def rounding_sd(cell: PrintedCell) -> float:
@@ -147,27 +155,37 @@ def _welch_df(parts: list[tuple[float, float]]) -> float:
     return total * total / denominator
 
 
+def greedy(cell: PrintedCell) -> bool:
+    """Whether the paper's setting decodes greedily (``temperature=0``): reruns are identical."""
+    try:
+        return float(cell.setting.get("temperature", "nan")) == 0.0
+    except ValueError:
+        return False
+
+
 def tolerance(cell: PrintedCell, value: float, run: Uncertainty | None) -> Tolerance:
     """The half-width ``value - cell.value`` is judged against (see the module doc)."""
     paper = printed_uncertainty(cell)
     rounding = rounding_sd(cell)
     printed, reproduced, scale = cell.value, value, "value"
+    same_questions = greedy(cell)
+    if paper is not None and paper.kind == QUESTIONS:
+        paper = None  # the questions are shared: their sampling is no difference between two runs
+    if run is not None and (run.kind == QUESTIONS or (same_questions and run.kind in (SAMPLING, STATISTIC))):
+        run = None
+    agrees = True
     if is_p_value(cell.measure) and paper is None:
         # A p-value is judged on its test statistic's scale; the printed digits' rounding maps
         # through the derivative dz/dp = 1 / (2 phi(z)).
         z = _z(printed)
         rounding = rounding / (2.0 * max(float(_stats.norm.pdf(z)), 1e-300))
+        agrees = not math.isfinite(value) or (value < ALPHA) == (printed < ALPHA)
         printed, reproduced, scale = z, _z(value) if math.isfinite(value) else math.nan, "z"
-        run = Uncertainty(1.0, math.inf, STATISTIC)
+        run = None if same_questions else Uncertainty(1.0 / math.sqrt(2.0), math.inf, STATISTIC)
     parts: dict[str, float] = {}
     variances: list[tuple[float, float]] = []
-    question_shared = paper is not None and paper.kind == QUESTIONS and run is not None and run.kind == QUESTIONS
     pooled = (paper is not None and run is not None and paper.n and run.n and paper.kind == run.kind == SEEDS)
-    if question_shared:
-        larger = max((paper, run), key=lambda u: u.se)
-        parts["paper" if larger is paper else "run"] = larger.se
-        variances.append((larger.se ** 2, larger.df))
-    elif pooled:
+    if pooled:
         # Both plain means over seeds: under "faithful reproduction" the seeds of both come from
         # one distribution, so the two-sample t-test pools their variances (df = n_p + n_x - 2),
         # exact where Welch's approximation is conservative for 3 seeds a side.
@@ -176,34 +194,57 @@ def tolerance(cell: PrintedCell, value: float, run: Uncertainty | None) -> Toler
         parts.update(paper=paper.se, run=run.se)
         variances.append((pooled_var * (1 / n_p + 1 / n_x), float(n_p + n_x - 2)))
     else:
-        for name, side in (("paper", paper), ("run", run)):
-            if side is not None and side.se > 0:
-                parts[name] = side.se
-                variances.append((side.se ** 2, side.df))
+        if paper is not None and paper.se > 0:
+            parts["paper"] = paper.se
+            variances.append((paper.se ** 2, paper.df))
+        if run is not None and run.se > 0:
+            if run.kind in (SAMPLING, STATISTIC) and paper is None:
+                # The paper's single run had the same sampling noise on the same questions.
+                parts["sampling"] = run.se
+                variances.append((2 * run.se ** 2, run.df))
+            else:
+                parts["run"] = run.se
+                variances.append((run.se ** 2, run.df))
     parts["rounding"] = rounding
     variances.append((rounding ** 2, math.inf))
     df = _welch_df(variances)
     q = float(_stats.norm.ppf(0.5 + LEVEL / 2)) if math.isinf(df) else float(_stats.t.ppf(0.5 + LEVEL / 2, df))
     half = q * math.sqrt(sum(v for v, _ in variances))
     difference = reproduced - printed if math.isfinite(reproduced) else math.nan
-    return Tolerance(half, difference, q, df, parts, scale)
+    return Tolerance(half, difference, q, df, parts, scale, agrees)
+
+
+def sampling_uncertainty(rates, k: int) -> Uncertainty:
+    """Run-to-run SE (in points) of an accuracy over fixed questions from each question's observed
+    success rate over its ``k`` samples: ``sqrt(sum_i p_i (1 - p_i) / (k - 1)) / n`` (the unbiased
+    per-question variance ``p (1 - p) k / (k - 1)`` over ``k`` samples, averaged over ``n``)."""
+    import numpy as np
+
+    p = np.asarray(rates, dtype=float)
+    if p.ndim != 1 or p.size == 0 or not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("rates must be a non-empty list of per-question success rates in [0, 1]")
+    if k < 2:
+        raise ValueError(f"a per-question sampling variance needs k >= 2 samples, got {k}")
+    return Uncertainty(100.0 * float(np.sqrt(np.sum(p * (1 - p)) / (k - 1)) / p.size), math.inf, SAMPLING)
 
 
 def count_uncertainty(count: float, n: float) -> Uncertainty:
-    """Binomial SE of a count of ``n`` trials, with a half-count offset (see the module doc)."""
+    """Binomial SE of a count of ``n`` trials, with a half-count offset: an upper bound of the count's
+    run-to-run sampling SE on fixed questions (see the module doc)."""
     if n <= 0:
-        return Uncertainty(0.0)
+        return Uncertainty(0.0, math.inf, SAMPLING)
     f = (count + 0.5) / (n + 1.0)
-    return Uncertainty(math.sqrt(n * f * (1.0 - f)), math.inf, QUESTIONS)
+    return Uncertainty(math.sqrt(n * f * (1.0 - f)), math.inf, SAMPLING)
 
 
 def proportion_uncertainty(percent: float, n: float) -> Uncertainty:
-    """Binomial SE (in points) of an accuracy in percent over ``n`` questions."""
+    """Binomial SE (in points) of an accuracy in percent over ``n`` outcomes: an upper bound of its
+    run-to-run sampling SE on fixed questions (``sum_i p_i (1 - p_i) <= n p (1 - p)``)."""
     if n <= 0:
-        return Uncertainty(0.0)
+        return Uncertainty(0.0, math.inf, SAMPLING)
     f = min(max(percent / 100.0, 0.0), 1.0)
     f = (f * n + 0.5) / (n + 1.0)
-    return Uncertainty(100.0 * math.sqrt(f * (1.0 - f) / n), math.inf, QUESTIONS)
+    return Uncertainty(100.0 * math.sqrt(f * (1.0 - f) / n), math.inf, SAMPLING)
 
 
 def seed_uncertainty(std: float | None, seeds: int, ddof: int = 0) -> Uncertainty | None:
@@ -219,7 +260,7 @@ def combine(parts: list[Uncertainty | None], weights: list[float]) -> Uncertaint
         return None
     variances = [(w * w * p.se * p.se, p.df) for p, w in zip(parts, weights)]
     kinds = {p.kind for p in parts}
-    kind = SEEDS if SEEDS in kinds else (QUESTIONS if QUESTIONS in kinds else STATISTIC)
+    kind = next((k for k in (SEEDS, SAMPLING, QUESTIONS) if k in kinds), STATISTIC)
     return Uncertainty(math.sqrt(sum(v for v, _ in variances)), _welch_df(variances), kind)
 
 

@@ -38,6 +38,19 @@ def method_correct(records: Sequence[Mapping], method: str) -> np.ndarray:
 # ----------------------------------------------------------------------- accuracy and significance
 
 
+#: The McNemar variant behind each printed table's p-values, established from the paper's own
+#: printed flips where it prints them (docs/fidelity.md, "Which test each printed p-value uses"):
+#: Tables 29-30 chi-square without continuity correction (12 vs 5 -> chi2 2.88, p 0.090); Table 37
+#: exact binomial, uncorrected although its caption says Holm (10 vs 23 -> 0.035); Table 27
+#: chi-square with continuity correction (11 vs 7 -> 0.480; exact 0.481, uncorrected 0.346); where a
+#: table prints no flips (13, 31, 36, 40) the paper's own appendix method (Tables 29-30) stands in,
+#: except Table 36, the same ablation run as Table 37, which takes Table 37's.
+TABLE_P_METHOD: dict[str, str] = {"table13": "chi2", "table29": "chi2", "table30": "chi2", "table31": "chi2",
+                                  "table36": "exact", "table37": "exact", "table26": "chi2_cc", "table27": "chi2_cc",
+                                  "table34": "chi2_cc", "table40": "chi2"}
+P_METHOD_LABEL: dict[str, str] = dict(stats.MCNEMAR_METHODS)
+
+
 def accuracy_table(records: Sequence[Mapping], methods: Sequence[str], alpha: float = 0.05) -> pd.DataFrame:
     """Accuracy with Clopper-Pearson intervals and mean calls per method."""
     rows = []
@@ -54,7 +67,9 @@ def accuracy_table(records: Sequence[Mapping], methods: Sequence[str], alpha: fl
 
 def significance_table(records: Sequence[Mapping], target: str, baselines: Sequence[str], *,
                        n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
-    """McNemar (chi-square, no continuity correction) and paired bootstrap of target vs each baseline."""
+    """McNemar and paired bootstrap of target vs each baseline (Table 13; the paper prints no flip
+    counts there, so its variant is unknown: chi-square without continuity correction, as in the
+    same appendix's Tables 29-30; the method is named in ``p_method``)."""
     a = method_correct(records, target).astype(float)
     rows = []
     for base in baselines:
@@ -62,7 +77,8 @@ def significance_table(records: Sequence[Mapping], target: str, baselines: Seque
         wins, losses = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
         delta, lo, hi = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
         rows.append({"method": target, "baseline": base, "wins": wins, "losses": losses,
-                     "mcnemar_p": stats.mcnemar(wins, losses), "delta": delta, "ci_lo": lo, "ci_hi": hi})
+                     "mcnemar_p": stats.mcnemar(wins, losses, method=TABLE_P_METHOD["table13"]),
+                     "p_method": P_METHOD_LABEL[TABLE_P_METHOD["table13"]], "delta": delta, "ci_lo": lo, "ci_hi": hi})
     return pd.DataFrame(rows)
 
 
@@ -94,7 +110,8 @@ def flip_decomposition(vote_correct: Sequence, synth_correct: Sequence) -> dict:
         "F_s": f_s, "R_s": r_s, "recovery": recovery, "corruption": corruption,
         "advantage": float(s.mean() - p_c), "flip_ratio": _flip_ratio(beneficial, harmful),
         "fidelity_threshold": float(p_c / (p_c + p_w * r_s)) if not math.isnan(r_s) and p_c + p_w * r_s > 0 else math.nan,
-        "mcnemar_p": stats.mcnemar(beneficial, harmful),
+        "mcnemar_p": stats.mcnemar(beneficial, harmful, method=TABLE_P_METHOD["table31"]),
+        "p_method": P_METHOD_LABEL[TABLE_P_METHOD["table31"]],
     }
 
 
@@ -175,7 +192,8 @@ def diversity_by_outcome(diversity: Sequence[float], outcomes: Sequence[str]) ->
         test = {"t": float(res.statistic), "p": float(res.pvalue)}
     else:
         test = {"t": math.nan, "p": math.nan}
-    test.update(n_beneficial=int(ben.size), n_no_flip=int(none.size))
+    # Table 32's caption names the test: "Welch t-tests (beneficial vs. non-flip)".
+    test.update(n_beneficial=int(ben.size), n_no_flip=int(none.size), method="Welch t-test, two-sided")
     return table, test
 
 
@@ -286,10 +304,7 @@ def k_sweep(records: Sequence[Mapping], alpha: float = 0.05) -> pd.DataFrame:
 def mcnemar_chi2(beneficial: int, harmful: int) -> tuple[float, float]:
     """McNemar's chi-square without continuity correction and its p-value (Tables 29-30:
     12 vs 5 flips give 2.88, p = 0.090; 16 vs 5 give 5.76, p = 0.016)."""
-    if beneficial + harmful == 0:
-        return 0.0, 1.0
-    chi2 = (beneficial - harmful) ** 2 / (beneficial + harmful)
-    return float(chi2), stats.mcnemar(beneficial, harmful)
+    return stats.mcnemar_statistic(beneficial, harmful), stats.mcnemar(beneficial, harmful, method="chi2")
 
 
 def contingency(vote_correct: Sequence, synth_correct: Sequence) -> tuple[pd.DataFrame, dict]:
@@ -306,7 +321,8 @@ def contingency(vote_correct: Sequence, synth_correct: Sequence) -> tuple[pd.Dat
     chi2, p = mcnemar_chi2(beneficial, harmful)
     summary = {"n": int(v.size), "vote_acc_pct": 100 * float(v.mean()), "synth_acc_pct": 100 * float(s.mean()),
                "delta_pp": 100 * float(s.mean() - v.mean()), "beneficial": beneficial, "harmful": harmful,
-               "flip_ratio": _flip_ratio(beneficial, harmful), "mcnemar_chi2": chi2, "mcnemar_p": p}
+               "flip_ratio": _flip_ratio(beneficial, harmful), "mcnemar_chi2": chi2, "mcnemar_p": p,
+               "p_method": P_METHOD_LABEL["chi2"]}
     return table, summary
 
 
@@ -314,18 +330,15 @@ def contingency(vote_correct: Sequence, synth_correct: Sequence) -> tuple[pd.Dat
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values (statsmodels)."""
-    from statsmodels.stats.multitest import multipletests
-
-    if not len(pvalues):
-        return []
-    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+    """Holm-Bonferroni adjusted p-values (statsmodels, through concord.stats)."""
+    return stats.holm(list(pvalues))
 
 
 def flips_against(reference: Sequence, conditions: Mapping[str, Sequence], labels: Mapping[str, str] | None = None,
-                  reference_label: str = "Majority vote") -> pd.DataFrame:
+                  reference_label: str = "Majority vote", method: str = TABLE_P_METHOD["table37"]) -> pd.DataFrame:
     """Accuracy (%) of each condition with beneficial/harmful flips against ``reference``,
-    McNemar p and its Holm-Bonferroni correction over all conditions (Tables 36, 37)."""
+    McNemar p (``method``; exact by default: Table 37's printed p-values are the uncorrected exact
+    ones) and its Holm-Bonferroni correction over all conditions (what Tables 36-37's captions say)."""
     ref = _bool_array("reference", reference)
     rows = [{"condition": reference_label, "accuracy_pct": 100 * float(ref.mean()), "beneficial": None,
              "harmful": None, "ratio": None, "p": None}]
@@ -336,7 +349,7 @@ def flips_against(reference: Sequence, conditions: Mapping[str, Sequence], label
         ben, harm = int((~ref & c).sum()), int((ref & ~c).sum())
         rows.append({"condition": (labels or {}).get(name, name), "accuracy_pct": 100 * float(c.mean()),
                      "beneficial": ben, "harmful": harm, "ratio": _flip_ratio(ben, harm),
-                     "p": mcnemar_chi2(ben, harm)[1]})
+                     "p": stats.mcnemar(ben, harm, method=method)})
     frame = pd.DataFrame(rows)
     tested = frame["p"].notna()
     frame["p_holm"] = None
@@ -345,6 +358,7 @@ def flips_against(reference: Sequence, conditions: Mapping[str, Sequence], label
         frame[col] = frame[col].astype("Int64")
     for col in ("ratio", "p", "p_holm"):
         frame[col] = frame[col].astype(float)
+    frame["p_method"] = [""] + [P_METHOD_LABEL[method]] * (len(frame) - 1)
     return frame
 
 
@@ -384,20 +398,22 @@ def k_sweep_bootstrap(records: Sequence[Mapping], n_resamples: int = 10_000, see
 
 def pairwise_significance(records: Sequence[Mapping], methods: Sequence[str], *, n_resamples: int = 10_000,
                           seed: int = 0) -> pd.DataFrame:
-    """McNemar (chi-square, no continuity correction) and a paired-bootstrap 95% CI of the accuracy
-    difference for every pair of methods (Appendix G), with Holm-Bonferroni over all pairs."""
+    """McNemar (Table 13's variant, :data:`TABLE_P_METHOD`) and a paired-bootstrap 95% CI of the
+    accuracy difference for every pair of methods (Appendix G), with Holm-Bonferroni over all pairs."""
     rows = []
     for a, b in combinations(methods, 2):
         x, y = method_correct(records, a).astype(float), method_correct(records, b).astype(float)
         wins, losses = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
         delta, lo, hi = stats.paired_bootstrap(x, y, n_resamples=n_resamples, seed=seed)
-        chi2, p = mcnemar_chi2(wins, losses)
+        chi2 = stats.mcnemar_statistic(wins, losses)
+        p = stats.mcnemar(wins, losses, method=TABLE_P_METHOD["table13"])
         rows.append({"method_a": a, "method_b": b, "acc_a_pct": 100 * x.mean(), "acc_b_pct": 100 * y.mean(),
                      "wins_a": wins, "wins_b": losses, "mcnemar_chi2": chi2, "mcnemar_p": p,
                      "delta_pp": 100 * delta, "ci_lo_pp": 100 * lo, "ci_hi_pp": 100 * hi})
     frame = pd.DataFrame(rows, columns=["method_a", "method_b", "acc_a_pct", "acc_b_pct", "wins_a", "wins_b",
                                         "mcnemar_chi2", "mcnemar_p", "delta_pp", "ci_lo_pp", "ci_hi_pp"])
     frame["p_holm"] = holm(frame["mcnemar_p"].tolist()) if len(frame) else []
+    frame["p_method"] = P_METHOD_LABEL[TABLE_P_METHOD["table13"]]
     return frame
 
 
@@ -456,7 +472,9 @@ def selection_table(records: Sequence[Mapping], ds_correct: Sequence[bool], *, n
             calls += np.mean([r["methods"]["vote_pre"]["calls"] for r in records])
         ben, harm = int((~c & synth).sum()), int((c & ~synth).sum())
         rows.append({"method": label_, "accuracy_pct": 100 * float(c.mean()), "ci_lo_pct": 100 * lo, "ci_hi_pct": 100 * hi,
-                     "calls": float(calls), "mcnemar_p_vs_scmoa": math.nan if method == "scmoa" else mcnemar_chi2(ben, harm)[1]})
+                     "calls": float(calls), "mcnemar_p_vs_scmoa": math.nan if method == "scmoa" else stats.mcnemar(
+                         ben, harm, method=TABLE_P_METHOD["table40"]),
+                     "p_method": "" if method == "scmoa" else P_METHOD_LABEL[TABLE_P_METHOD["table40"]]})
     return pd.DataFrame(rows)
 
 
@@ -505,15 +523,18 @@ def oracle_ceiling(records: Sequence[Mapping]) -> dict:
 
 
 def compared_to(records: Sequence[Mapping], reference: str, methods: Sequence[str],
-                labels: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Accuracy (%) of each method and McNemar p against ``reference`` (Tables 26, 27)."""
+                labels: Mapping[str, str] | None = None, method: str = TABLE_P_METHOD["table27"]) -> pd.DataFrame:
+    """Accuracy (%) of each method and McNemar p against ``reference`` (Tables 26, 27): chi-square
+    with continuity correction by default, the variant Table 27's 11 vs 7 -> p = 0.480 shows."""
     ref = method_correct(records, reference)
     rows = []
     for m in [reference] + [x for x in methods if x != reference]:
         c = method_correct(records, m)
         ben, harm = int((c & ~ref).sum()), int((~c & ref).sum())
         rows.append({"condition": (labels or {}).get(m, m), "accuracy_pct": 100 * float(c.mean()),
-                     "wins": ben, "losses": harm, "mcnemar_p": math.nan if m == reference else mcnemar_chi2(ben, harm)[1]})
+                     "wins": ben, "losses": harm,
+                     "mcnemar_p": math.nan if m == reference else stats.mcnemar(ben, harm, method=method),
+                     "p_method": "" if m == reference else P_METHOD_LABEL[method]})
     return pd.DataFrame(rows)
 
 

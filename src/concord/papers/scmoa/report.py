@@ -121,6 +121,7 @@ def _section3(records: Sequence[Mapping], out: Path, title: str) -> dict:
     caption = (f"{title} Section 3 controlled setting: majority vote vs synthesis over the same pre-refinement "
                f"proposals (n={stats_['n']}); {stats_['beneficial']} beneficial vs {stats_['harmful']} harmful flips, "
                f"{stats_['delta_pp']:+.1f} pp, McNemar chi2={stats_['mcnemar_chi2']:.2f}, p={stats_['mcnemar_p']:.3f} "
+               "(chi-square without continuity correction) "
                "(paper: Table 29 GPQA-Diamond 12 vs 5, chi2=2.88, p=0.090; Table 30 BBH-3 16 vs 5, chi2=5.76, p=0.016)")
     write_table(table, out / SECTION3_TABLE, caption)
     return stats_
@@ -136,14 +137,16 @@ def _views(records: Sequence[Mapping], out: Path, title: str) -> dict:
         conds = {v: [r["views"][v]["correct"] for r in records] for v in TRACE_ABLATION}
         frame = analysis.flips_against(mv, conds, {v: v.replace("_", " ") for v in TRACE_ABLATION})
         write_table(frame, out / TABLE36, f"{title} trace ablation (Table 36): accuracy (%), flips vs the post-refinement "
-                    f"majority vote, McNemar p and Holm-Bonferroni p ({len(TRACE_ABLATION)} comparisons)")
+                    f"majority vote, McNemar p (exact binomial, uncorrected, as Table 37 prints it) and Holm-Bonferroni p "
+                    f"({len(TRACE_ABLATION)} comparisons, as the caption says)")
         result["table36"] = frame.to_dict("records")
     if {v for v, _, _ in INFO_LADDER} <= have:
         conds = {v: [r["views"][v]["correct"] for r in records] for v, _, _ in INFO_LADDER}
         frame = analysis.flips_against(mv, conds, {v: label for v, label, _ in INFO_LADDER})
         frame.insert(1, "group", [""] + [g for _, _, g in INFO_LADDER])
         write_table(frame, out / TABLE37, f"{title} information ladder (Table 37): accuracy (%), flips vs the "
-                    f"post-refinement majority vote, McNemar p with Holm-Bonferroni ({len(INFO_LADDER)} comparisons)")
+                    f"post-refinement majority vote, McNemar p (exact binomial, uncorrected: the printed p-values are these) "
+                    f"and Holm-Bonferroni p ({len(INFO_LADDER)} comparisons, what the caption claims)")
         result["table37"] = frame.to_dict("records")
     return result
 
@@ -175,8 +178,8 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     summary["accuracy"] = acc.set_index("method")["accuracy"].to_dict()
 
     sig = analysis.significance_table(records, "scmoa", baselines, n_resamples=n_resamples, seed=seed)
-    write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar and paired bootstrap "
-                "(accuracy difference in points)", percent=("delta", "ci_lo", "ci_hi"))
+    write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar (chi-square, no continuity "
+                "correction; p_method) and paired bootstrap (accuracy difference in points)", percent=("delta", "ci_lo", "ci_hi"))
 
     vote = analysis.method_correct(records, "vote_post")
     synth = analysis.method_correct(records, "scmoa")
@@ -378,14 +381,14 @@ def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods:
                 "samples or refined proposals correct) vs SC-MoA; gap = oracle - actual")
     summary["oracle"] = oracle
 
-    stem, caption = out / "table26_sampling_protocol", f"{title} Table 26: SC (k samples) under greedy + variant tag vs temperature sampling; McNemar vs greedy + tag"
+    stem, caption = out / "table26_sampling_protocol", f"{title} Table 26: SC (k samples) under greedy + variant tag vs temperature sampling; McNemar (chi-square with continuity correction) vs greedy + tag"
     temps = sorted((m for m in methods if m.startswith("sc_t")), key=lambda m: float(m[4:]))
     if "sc" in methods and temps:
         write_table(analysis.compared_to(records, "sc", temps + ["scmoa"], {m: label(m) for m in methods}), stem, caption)
     else:
         _not_run(stem, caption, "methods sc and sc_temp (sc_temperatures)")
 
-    stem, caption = out / "table27_diversity_source", f"{title} Table 27: source of proposal diversity with the same pipeline (Phases 2-5); McNemar vs SC-MoA"
+    stem, caption = out / "table27_diversity_source", f"{title} Table 27: source of proposal diversity with the same pipeline (Phases 2-5); McNemar (chi-square with continuity correction, as the paper's 11 vs 7 -> p = 0.480) vs SC-MoA"
     conds = sorted({c for r in records for c in (r.get("diversity") or {})})
     if conds and all(set(r.get("diversity") or {}) == set(conds) for r in records):
         shadow = [{**r, "methods": {**r["methods"], **{f"div:{c}": r["diversity"][c] for c in conds}}} for r in records]
@@ -400,7 +403,7 @@ def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods:
     write_table(tokens, out / "table28_tokens", f"{title} Table 28: mean tokens per problem (input + output) and "
                 "accuracy per million tokens")
 
-    stem, caption = out / "table40_selection", f"{title} Table 40: selection (over the Phase 1 proposals) vs synthesis; McNemar vs SC-MoA"
+    stem, caption = out / "table40_selection", f"{title} Table 40: selection (over the Phase 1 proposals) vs synthesis; McNemar (chi-square, no continuity correction) vs SC-MoA"
     ds = analysis.dawid_skene_choice(records)
     write_table(analysis.selection_table(records, ds, n_resamples=n_resamples, seed=seed), stem, caption)
 
