@@ -170,6 +170,30 @@ def test_a_tree_from_another_processor_is_named_as_such(tree, monkeypatch):
     assert audit.verify(tree).exit_code() == audit.EXIT_MODIFIED
 
 
+def test_a_tree_made_with_other_accelerators_is_named_as_such(tree, monkeypatch):
+    """A job on a GPU node records its GPUs (model, count, CUDA, driver); verifying the tree
+    where other accelerators are (here: none) gives the processor's exit code and names both."""
+    from concord import hardware
+
+    here = hardware.accelerators()
+    assert set(here) == {"gpus", "gpu_count", "cuda", "driver"}
+    h200 = {"gpus": ["NVIDIA H200"] * 8, "gpu_count": 8, "cuda": "12.8", "driver": "570.86.15"}
+    with monkeypatch.context() as node:
+        node.setattr(hardware, "accelerators", lambda: h200)
+        io.write_json(tree / "eval/m/bench/core/seed0.json", {"pass_at_1": 0.5})
+        audit.register([tree / "eval/m/bench/core/seed0.json"], rule="evaluate",
+                       inputs=[tree / "rollouts/m/bench/seed0.parquet"])
+        audit.write_manifest(tree, config={"n": 8})
+        prov = provenance.record(step="evaluate")
+    assert prov["accelerators"] == h200 and set(prov["software"]) >= {"torch", "transformers", "trl", "vllm"}
+
+    report = audit.verify(tree)
+    assert report.ok and report.exit_code() == audit.EXIT_OTHER_PROCESSOR
+    assert report.other_accelerators == {"8 x NVIDIA H200 (CUDA 12.8, driver 570.86.15)": ["eval/m/bench/core/seed0.json"]}
+    assert "OTHER ACCELERATORS: 1 artifact(s) produced with 8 x NVIDIA H200" in report.format()
+    assert report.to_dict()["other_accelerators"]
+
+
 def test_register_errors_name_the_problem(tree):
     with pytest.raises(ValueError, match="not inside the results directory"):
         audit.register(["config.yaml"], rule="x")

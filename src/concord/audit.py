@@ -59,13 +59,14 @@ RESULTS_ENV = "CONCORD_RESULTS_DIR"
 
 EXIT_OK, EXIT_CANNOT_VERIFY, EXIT_STALE, EXIT_MODIFIED, EXIT_UNTRACKED, EXIT_OTHER_PROCESSOR = 0, 2, 3, 4, 5, 6
 EXIT_CODES = {
-    EXIT_OK: "verified: nothing missing, modified or stale, produced on this processor",
+    EXIT_OK: "verified: nothing missing, modified or stale, produced on this processor and accelerators",
     EXIT_CANNOT_VERIFY: "cannot verify (no or unreadable manifest, workflow does not plan, bad arguments)",
     EXIT_STALE: "stale only: every recorded artifact is intact, but inputs, config, code or env changed since",
     EXIT_MODIFIED: "missing or modified artifacts: the tree differs from its record",
     EXIT_UNTRACKED: "with --strict: files nobody registered",
     EXIT_OTHER_PROCESSOR: ("intact and current, but produced on another processor (CPU model, instruction set or "
-                           "native bf16 differ): a rerun here may print other numbers"),
+                           "native bf16 differ) or with other accelerators (GPU model, count, CUDA or driver): a "
+                           "rerun here may print other numbers"),
 }
 
 
@@ -319,6 +320,7 @@ def _manifest_entry(sidecar: dict, facts: WorkflowFacts, results: Path, workdir:
         "code_version": sidecar.get("code_version"),
         "env": sidecar.get("env"),
         "processor": sidecar.get("processor"),
+        "accelerators": sidecar.get("accelerators"),
         "started": record.starttime if record is not None else None,
         "finished": record.endtime if record is not None else sidecar.get("registered_at"),
         "snakemake_metadata": record is not None,
