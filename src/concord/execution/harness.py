@@ -147,9 +147,12 @@ OUTPUT_SLACK = 64 * 1024  # bytes of framing and stray fd-1 writes allowed on to
 STDERR_KEEP, STDERR_READ = 8192, 1 << 20  # stderr kept for messages / read at all (then closed)
 WALL_BACKSTOP = 3.0  # x timeout_s: wall-clock limit whatever the CPU accounting says
 MAX_DEPTH = 100_000  # nesting of a return value the encoder follows (Python's == goes as deep)
+HEADER_MAX = 16 * 1024  # bytes of a frame header (a short JSON object; its error text is <= 300 chars)
+ERROR_KEEP = 1000  # characters of a reported error message passed on
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_LIBC.personality.argtypes = [ctypes.c_ulong]
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -289,7 +292,11 @@ class _Runner:
         last = len(job["inputs"]) if mode == "call" else start + 1
         k = start
         buf, err, since, setup, defined = bytearray(), bytearray(), 0, False, False
-        err_seen = 0
+        err_seen = frames = 0
+        # A legitimate child writes one frame per input plus "setup" and "defined"; more frames
+        # can only come from a candidate that dug the token out of its memory, and each one costs
+        # this process a parse: bounded, so the runner's work per unit of work stays bounded.
+        max_frames = 2 * (last - start) + 8
         fds = {out_r: "out", err_r: "err"}
         stop = None
         clock = _Clock(self, pids, timeout)
@@ -315,6 +322,9 @@ class _Runner:
                         continue
                     since += len(chunk)
                     buf += chunk
+                    # Frames are found with bytes.find (C speed, linear in the bytes read): the
+                    # candidate's own writes to fd 1 are skipped in bulk, never line by line, so a
+                    # flood of newlines costs this process no Python-level step per line.
                     while True:
                         if pending is not None:
                             n = pending["n"]
@@ -325,35 +335,49 @@ class _Runner:
                             event, pending = pending, None
                             raw = payload.decode("utf-8", "surrogatepass") if _utf8(payload) else None
                             if raw is None:
-                                event = {"k": event["k"], "status": "error", "error": "output is not UTF-8 text"}
-                            self.emit({"k": k, **{key: event.get(key) for key in ("status", "plain", "error")},
-                                       "raw": raw})
+                                event = {"status": "error", "error": "output is not UTF-8 text"}
+                            if not clock.in_time():  # arrived after the limit (e.g. this process was stopped)
+                                stop = {"status": "timeout", "error": f"exceeded {timeout:g} s"}
+                                break
+                            self.emit(_result(k, event, raw))
                             k += 1
                             since = len(buf)
                             clock.restart()
                             continue
-                        cut = buf.find(b"\n")
-                        if cut < 0:
-                            break
-                        line = bytes(buf[:cut])
-                        del buf[: cut + 1]
-                        at = line.find(tag)
+                        at = buf.find(tag)
                         if at < 0:
-                            continue  # the candidate's own writes to fd 1
-                        event = _parse(line[at + len(tag):])
+                            keep = len(tag) - 1  # the start of a tag may end this chunk
+                            if len(buf) > keep:
+                                del buf[: len(buf) - keep]
+                            break
+                        body = at + len(tag)
+                        end = buf.find(b"\n", body, body + HEADER_MAX + 1)
+                        if end < 0:
+                            if len(buf) - body <= HEADER_MAX:
+                                del buf[:at]  # the rest of this header is still to come
+                                break
+                            del buf[:body]  # an oversized header is no frame of ours
+                            continue
+                        header = bytes(buf[body:end])
+                        del buf[: end + 1]
+                        frames += 1
+                        if frames > max_frames:
+                            stop = {"status": "error", "error": "wrote more result frames than inputs"}
+                            break
+                        event = _parse(header)
                         if event is None:
                             continue
-                        if event.get("setup"):
+                        if event.get("setup") is True:
                             if not setup:  # the candidate's clock starts once its isolation is set up
                                 setup = True
                                 clock.restart()
                             continue
-                        if event.get("defined"):
+                        if event.get("defined") is True:
                             if mode == "call" and not defined and k == start:  # once: the definition's own timer
                                 defined = True
                                 clock.restart()
                             continue
-                        if event.get("k") != k:
+                        if event.get("k") != k or isinstance(event.get("k"), bool):
                             continue
                         n = event.get("n")
                         if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
@@ -362,9 +386,10 @@ class _Runner:
                                 break
                             pending = dict(event, n=n)
                             continue
-                        # only the fields of a result, whatever else the line carries
-                        self.emit({"k": k, **{key: event.get(key) for key in ("status", "plain", "error")},
-                                   "raw": None})
+                        if not clock.in_time():
+                            stop = {"status": "timeout", "error": f"exceeded {timeout:g} s"}
+                            break
+                        self.emit(_result(k, event, None))
                         k += 1
                         since = len(buf)
                         clock.restart()
@@ -439,6 +464,13 @@ class _Clock:
                 pass
         return total / 1e9
 
+    def in_time(self) -> bool:
+        """Is the unit of work still within its limit? Asked again when a result arrives, so a
+        result read after the limit passed (this process was stopped, or descheduled, while it
+        waited) is a timeout and never accepted late."""
+        left, _ = self.left()
+        return left > 0
+
     def left(self) -> tuple[float, str]:
         wall = time.monotonic() - self.t0
         backstop = WALL_BACKSTOP * self.timeout - wall
@@ -461,11 +493,25 @@ def _utf8(data: bytes) -> bool:
 
 
 def _parse(data: bytes):
+    """A frame header (at most ``HEADER_MAX`` bytes, so bounded work), or None. Any failure to
+    read it -- bad text, bad JSON, nesting past the recursion limit -- makes it no frame."""
     try:
         event = json.loads(data.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except Exception:  # noqa: BLE001 -- whatever a forged header makes json raise
         return None
     return event if isinstance(event, dict) else None
+
+
+def _result(k: int, event: dict, raw: str | None) -> dict:
+    """The event sent to the trusted parent: only the fields of a result, each of its own type
+    and bounded size whatever the frame carried (a forged frame may carry anything)."""
+    status = event.get("status")
+    if status not in ("ok", "error"):
+        return {"k": k, "status": "error", "plain": None, "error": "malformed result", "raw": None}
+    plain = event.get("plain")
+    error = event.get("error")
+    return {"k": k, "status": status, "plain": plain if isinstance(plain, bool) else None,
+            "error": error[:ERROR_KEEP] if isinstance(error, str) else None, "raw": raw}
 
 
 def _kill(pid: int, group: bool) -> None:
@@ -525,7 +571,7 @@ def _zygote(sock_fd: int, hello: dict) -> None:
     """Fork children on request. Receives only descriptors (a job memfd and pipes) and whether to
     give the child a PID namespace; never reads a job. Never returns."""
     for path in hello.get("cgroup_procs") or ():
-        with open(path, "w") as f:  # the worker's candidate cgroup: every child starts inside it
+        with open(path, "w") as f:  # CPU and process accounting: every child starts inside it
             f.write("0")
     sock = socket.socket(fileno=sock_fd)
     sock.send(b"ready")
@@ -585,14 +631,23 @@ def _child_main(fds: list[int], hello: dict) -> None:
             job = json.loads(f.read().decode("utf-8", "surrogatepass"))
         role = job["role"]
         isolate = bool(hello.get("isolate"))
+        for path in hello.get("child_cgroup_procs") or ():
+            # The candidate's memory group holds its processes only, never the zygote or the
+            # runner: when a candidate fills it (heap, tmpfs, pipe buffers), the kernel's
+            # out-of-memory killer can only choose among the candidate's own processes.
+            with open(path, "w") as f:
+                f.write("0")
         if isolate:
             _isolate(job)
-        else:
-            os.setpgid(0, 0)
+        # A session and process group of its own: kill(0, ...) or killpg from candidate code
+        # reaches its own processes only, never the runner (which, without root, has its uid).
+        os.setsid()
         _limits(job)
         try:
-            with open("/proc/self/oom_score_adj", "w") as f:  # the zygote's -1000 is not the child's
-                f.write("0")
+            # First in line for any out-of-memory kill, wherever one happens (raising the score
+            # needs no privilege, unlike lowering the runner's).
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
         except OSError:
             pass
         uid = job.get("uid")
@@ -1389,9 +1444,28 @@ def _encoder(cap: int, toggle_digits: bool = True):
 # ------------------------------------------------------------------ entry point
 
 
+def _fixed_layout() -> None:
+    """Re-execute this interpreter once with address-space randomisation off, so that every
+    address a candidate can print (``<generator object f at 0x...>``, ``object()``, ``id()``) is
+    the same on every run of the same job: a rerun reproduces its outputs byte for byte. The
+    personality flag survives ``execve`` and ``fork``; setting it needs no privilege."""
+    no_randomize = 0x0040000  # ADDR_NO_RANDOMIZE
+    current = _LIBC.personality(0xFFFFFFFF)  # query
+    argv = getattr(sys, "orig_argv", None)
+    if current == -1 or current & no_randomize or not argv:
+        return
+    if _LIBC.personality(current | no_randomize) == -1:
+        return
+    os.execv(sys.executable, argv)
+
+
 def main() -> None:
+    _fixed_layout()
     runner = _Runner()
     exec(compile(PRELUDE, "<prelude>", "exec"), {})  # warm every prelude module for the children
+    # The prelude raises the limit to 50,000 for candidates; the trusted runner keeps Python's
+    # default, so nothing it parses can recurse deep enough to overflow its C stack.
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
     stdin = os.fdopen(0, "rb", buffering=0)  # unbuffered: nothing of a job is read ahead before the zygote forks
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)  # stray prints of ours must never look like events

@@ -62,7 +62,8 @@ def canonical_value(text: str, deadline: float | None = None) -> str | None:
 
 def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcome:
     """A runner event as an Outcome; anything malformed is an error, never an ``ok``. Reading a
-    return value takes at most ``timeout_s`` (the candidate's own limit); past it, an error."""
+    return value takes at most ``literals.MAX_STEPS`` tokens and ``timeout_s`` (the candidate's
+    own limit); past either, an error. Nothing in ``event`` makes this raise."""
     status, raw, error = event.get("status"), event.get("raw"), event.get("error")
     if status not in STATUSES:
         return Outcome("error", None, "malformed result")
@@ -80,8 +81,10 @@ def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcom
     deadline = time.monotonic() + timeout_s if timeout_s else None
     try:
         text = literals.canonical(literals.parse(raw, deadline=deadline), deadline=deadline)
-    except literals.LiteralError as exc:
-        if "time limit" in str(exc):
-            return Outcome("error", None, str(exc))
+    except literals.LiteralTooLarge as exc:
+        return Outcome("error", None, str(exc))
+    except literals.LiteralError:
         text = None
+    except Exception as exc:  # noqa: BLE001 -- RecursionError, MemoryError...: this candidate's error only
+        return Outcome("error", None, f"return value could not be read ({type(exc).__name__})")
     return Outcome("ok", text if text is not None else REPR_PREFIX + raw)
