@@ -19,7 +19,9 @@ Three kinds of process, and what each answers:
 * A **child** runs one unit of work: one input in ``stdin`` mode, the remaining inputs of one
   candidate in ``call`` mode, and in ``humaneval`` mode two children -- the *check* child (the
   benchmark's check, trusted code, never any candidate code) and the *solution* child (the
-  candidate's code, never the check). Between fork and the first candidate instruction a child
+  candidate's code, never the check). The zygote clones each child straight into the runner's
+  care (``CLONE_PARENT``; :class:`_Cloner`), one process per child. Between clone and the first
+  candidate instruction a child that runs candidate code
 
   - is PID 1 of a PID namespace of its own (it cannot see or signal the runner, the zygote or any
     other candidate; everything it starts dies with it);
@@ -27,20 +29,38 @@ Three kinds of process, and what each answers:
     its own ``/proc``, and System V segments, queues and semaphores no other child can attach
     to, bounded by the IPC sysctls set in its namespace (*threat: SysV shared memory as a
     channel between candidates or inputs, and as memory the rlimits do not count*);
+  - joins its worker's candidate **memory cgroup**, which never holds the zygote or the runner
+    (*threat: a candidate filling its memory group until the kernel's out-of-memory killer takes
+    the zygote*), and raises its own ``oom_score_adj`` to 1000;
+  - leads a **session and process group** of its own (*threat: ``kill(0, SIGSTOP)`` from a
+    candidate that, without root, shares the runner's uid*);
   - applies rlimits (CPU seconds, file size, descriptors, message queues; address space and
-    processes only where no cgroup counts them) -- the cgroup it runs in is joined once by the
-    zygote, so every child starts inside its worker's candidate cgroup;
+    processes only where no cgroup counts them) -- the CPU and process cgroups are joined once
+    by the zygote, so every child starts inside them;
   - drops to an unprivileged uid of its own (as root) or sheds its capabilities, sets
     ``no_new_privs`` and installs a **seccomp filter** (built by the parent with libseccomp,
     :mod:`concord.execution.seccomp`) refusing namespace creation, mounts, keyrings, ptrace,
-    cross-process memory access, bpf, perf, memfd and io_uring, and makes ``setsid`` a no-op (see that module for
-    the threat each rule answers).
+    cross-process memory access, bpf, perf, memfd, io_uring, sockets, file locks, inotify and
+    page-cache probes, and makes ``setsid`` a no-op (see that module for the threat each rule
+    answers).
+
+  The check child runs no candidate code and gets the same except the namespaces: the process it
+  must be kept from, the solution's, sits in a PID namespace and under a uid of its own.
+
+The runner and everything forked from it run with address-space randomisation off
+(:func:`_fixed_layout`), and the parent writes every address in a default repr as ``0x0``: a
+rerun records the same bytes.
 
 A child reports a result on its stdout as a line ``<token> <json header>`` followed by the
 header's ``n`` bytes of payload (the output or the encoded return value). The token is random
-per child; lines without it are the candidate's own writes to fd 1 and are dropped, but every
-byte read counts against the output cap, which the *runner* enforces on what it reads (*threat:
-output written past the cap by bypassing the child's capture*). In ``stdin`` and ``call`` modes a
+per child; bytes without it are the candidate's own writes to fd 1 and are dropped in bulk
+(``bytes.find`` for the token: no Python step per line), but every byte read counts against the
+output cap, which the *runner* enforces on what it reads (*threat: output written past the cap
+by bypassing the child's capture, or a flood of lines that costs the runner CPU the candidate is
+not charged for*). A header is at most ``HEADER_MAX`` bytes, a unit of work writes a bounded
+number of frames, and only the fields of a result leave the runner, each checked for type and
+size (*threat: a candidate that digs out its token and forges frames nested, huge or ill-typed
+to make the trusted side raise and lose the batch*). In ``stdin`` and ``call`` modes a
 result *is* the candidate's output or return value, so a candidate that digs the token out of its
 own interpreter can only report an output it could have produced anyway; in ``humaneval`` mode the
 verdict comes from the check child, which runs no candidate code.
@@ -138,6 +158,9 @@ sys.setrecursionlimit(50000)
 """
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+CLONE_PARENT, CLONE_CHILD_SETTID, CLONE_CHILD_CLEARTID = 0x00008000, 0x01000000, 0x00200000
+# clone(2): the syscall number, and whether child_tid comes before tls (x86_64) or after (arm64)
+_CLONE_ABI = {"x86_64": (56, True), "aarch64": (220, False)}
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
@@ -208,14 +231,18 @@ class _Runner:
 
     def spawn(self, job: dict, fds: list[int]) -> int:
         """A fresh child from the zygote, reading ``job`` from a private memfd; returns its pid
-        (our child: the zygote's intermediate process exits, so the child comes to us)."""
+        (our child: cloned with CLONE_PARENT, or handed to us when the zygote's intermediate
+        process exits)."""
         memfd = os.memfd_create("job", 0)
         try:
             data = memoryview(json.dumps(job).encode("utf-8", "surrogatepass"))
             while data:
                 data = data[os.write(memfd, data):]
             os.lseek(memfd, 0, os.SEEK_SET)
-            socket.send_fds(self.sock, [json.dumps({"pidns": self.isolate}).encode()], [memfd, *fds])
+            # The check child runs no candidate code: it needs no namespaces of its own (what it
+            # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
+            spec = {"pidns": self.isolate and job["role"] != "check"}
+            socket.send_fds(self.sock, [json.dumps(spec).encode()], [memfd, *fds])
         finally:
             os.close(memfd)
         reply = self.sock.recv(64)
@@ -515,12 +542,14 @@ def _result(k: int, event: dict, raw: str | None) -> dict:
 
 
 def _kill(pid: int, group: bool) -> None:
-    try:
-        # PID 1 of its namespace: the kernel kills everything else in it. Without namespaces
-        # (the opted-out "none" backend) the child leads a process group: kill that.
-        os.killpg(pid, signal.SIGKILL) if group else os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    # Every child leads a session and process group of its own (pgid = pid): kill that group,
+    # then the child itself (in case it had not got as far as setsid). PID 1 of a namespace takes
+    # everything else in it along; without namespaces the group is what the child started.
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap(pids: list[int]) -> int:
@@ -574,6 +603,7 @@ def _zygote(sock_fd: int, hello: dict) -> None:
         with open(path, "w") as f:  # CPU and process accounting: every child starts inside it
             f.write("0")
     sock = socket.socket(fileno=sock_fd)
+    clone = _Cloner(hello.get("tid_offset"))
     sock.send(b"ready")
     while True:
         try:
@@ -582,6 +612,22 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             continue
         if not msg:
             os._exit(0)  # the runner is gone
+        if clone.ok:
+            try:
+                spec = json.loads(msg)
+                child = clone(CLONE_NEWPID if spec.get("pidns") else 0)
+            except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
+                for fd in fds:
+                    os.close(fd)
+                sock.send(f"error {type(exc).__name__}".encode()[:60])
+                continue
+            if child == 0:
+                sock.close()
+                _child_main(fds, hello)
+            for fd in fds:
+                os.close(fd)
+            sock.send(str(max(child, 0)).encode())
+            continue
         try:
             spec = json.loads(msg)
             r, w = os.pipe()
@@ -620,6 +666,72 @@ def _zygote(sock_fd: int, hello: dict) -> None:
         sock.send(reply or b"0")
 
 
+def tid_offset() -> int | None:
+    """Where glibc keeps a thread's own id in its thread descriptor (``pthread_self()`` + this),
+    found in the calling thread as the one 32-bit slot holding its id; None when not exactly one
+    does. Called in the trusted parent, whose thread ids are large enough to be unambiguous."""
+    import threading
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.pthread_self.restype = ctypes.c_void_p
+        base = libc.pthread_self()
+        tid = threading.get_native_id()
+        view = (ctypes.c_int32 * 1024).from_address(base)
+        hits = [i for i in range(1024) if view[i] == tid]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return 4 * hits[0] if len(hits) == 1 else None
+
+
+class _Cloner:
+    """One ``clone(2)`` per child, straight from the zygote: ``CLONE_PARENT`` makes the child the
+    runner's (which reaps it and reads its exit status), ``CLONE_NEWPID`` makes it PID 1 of a
+    namespace of its own -- without the intermediate process a plain fork would need, which
+    halves the processes forked per child. Done as glibc's ``fork`` does it (the child's cached
+    thread id set by the kernel through ``CLONE_CHILD_SETTID``) and as ``os.fork`` does it around
+    that (``PyOS_BeforeFork``/``AfterFork``, the GIL held throughout). Unavailable (``ok`` false:
+    the zygote forks through an intermediate process instead) on another architecture or C
+    library, or when the descriptor's thread id is not where the parent found it."""
+
+    def __init__(self, offset) -> None:
+        self.ok = False
+        abi = _CLONE_ABI.get(os.uname().machine)
+        if abi is None or not isinstance(offset, int) or not 0 <= offset < 4096 or offset % 4:
+            return
+        import threading
+
+        try:
+            _LIBC.pthread_self.restype = ctypes.c_void_p
+            self.tid_at = _LIBC.pthread_self() + offset
+            if ctypes.c_int32.from_address(self.tid_at).value != threading.get_native_id():
+                return
+            self.syscall = ctypes.PyDLL(None, use_errno=True).syscall
+            self.api = ctypes.pythonapi
+            for name in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child"):
+                getattr(self.api, name).restype = None
+        except (AttributeError, OSError):
+            return
+        self.syscall.restype = ctypes.c_long
+        self.nr, self.tid_before_tls = abi
+        self.ok = True
+
+    def __call__(self, flags: int) -> int:
+        flags |= CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
+        tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
+        tail = (tid, none) if self.tid_before_tls else (none, tid)
+        self.api.PyOS_BeforeFork()
+        pid = self.syscall(ctypes.c_long(self.nr), ctypes.c_ulong(flags), none, none, *tail)
+        if pid == 0:
+            self.api.PyOS_AfterFork_Child()
+            return 0
+        errno_ = ctypes.get_errno()
+        self.api.PyOS_AfterFork_Parent()
+        if pid < 0:
+            raise OSError(errno_, f"clone: {os.strerror(errno_)}")
+        return pid
+
+
 # ------------------------------------------------------------------ the child (runs candidate code)
 
 
@@ -637,7 +749,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
             # out-of-memory killer can only choose among the candidate's own processes.
             with open(path, "w") as f:
                 f.write("0")
-        if isolate:
+        if isolate and role != "check":
             _isolate(job)
         # A session and process group of its own: kill(0, ...) or killpg from candidate code
         # reaches its own processes only, never the runner (which, without root, has its uid).
@@ -659,7 +771,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
                 raise RuntimeError("could not drop privileges")
         elif isolate:
             _drop_capabilities()
-        os.chdir("/tmp" if isolate else job["cwd"])
+        os.chdir("/" if role == "check" else "/tmp" if isolate else job["cwd"])
         _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if isolate and hello.get("seccomp"):
             _seccomp(bytes.fromhex(hello["seccomp"]))

@@ -46,6 +46,7 @@ from concord.execution.sandbox import (
 __all__ = ["run_programs", "run_checks", "uid_block", "probe", "resolve_backend"]
 
 _HARNESS_SOURCE = Path(_harness.__file__).read_text(encoding="utf-8")
+_TID_OFFSET = _harness.tid_offset()  # read here, where thread ids are unambiguous (see harness._Cloner)
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
 _STDERR_CAP = 64 * 1024
 # A clean environment: nothing of ours leaks in, hashing and BLAS threads are deterministic.
@@ -132,7 +133,7 @@ class _Worker:
             os.set_blocking(stream.fileno(), False)
         self.buf.clear()
         self.err.clear()
-        hello = {"isolate": self.backend.isolated}
+        hello = {"isolate": self.backend.isolated, "tid_offset": _TID_OFFSET}
         if self.backend.isolated:
             hello["seccomp"] = seccomp.filter_bpf().hex()
         if self.cgroup:
