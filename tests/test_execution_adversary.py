@@ -313,3 +313,31 @@ def test_without_root_a_candidate_cannot_stop_the_runner(request):
     # graded on time
     assert last.startswith("[('ok', 'went on'), ('ok', '42'), ('timeout', None)]"), last
     assert last.endswith("True"), last
+
+
+def test_each_humaneval_check_starts_from_a_fresh_state():
+    # Checks of one worker run one after another in its check process: none may see what an
+    # earlier check, or a module an earlier solution named, left behind.
+    fresh = ("import random, sys\n"
+             "def check(candidate):\n"
+             "    assert random.random() == random.Random(0).random()\n"
+             "    assert candidate(2) == 4\n"
+             "    assert sys.getrecursionlimit() == 1000\n"
+             "    assert 'wave' not in sys.modules\n"
+             "check(f)\n")
+    messy = ("import random, sys\n"
+             "def check(candidate):\n"
+             "    assert candidate(2) == 4\n"
+             "    random.seed(123)\n"
+             "    sys.setrecursionlimit(50)\n"
+             "check(f)\n")
+    named = "def check(candidate):\n    assert candidate(2) == 4 and w.__name__ == 'wave'\ncheck(f)\n"
+    honest = "def f(x):\n    return 2 * x\n"
+    pairs = [(honest, fresh), (honest, messy), ("import wave as w\n" + honest, named), (honest, fresh),
+             ("def f(x):\n    while True:\n        pass\n", fresh), (honest, fresh),
+             ("import posix\ndef f(x):\n    posix._exit(0)\n", fresh), (honest, fresh),
+             ("def f(x):\n    return [[[x]]] * 10**5\n", fresh), (honest, fresh)]
+    from concord.execution import run_checks
+
+    out = run_checks(pairs, timeout_s=3.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "ok", "ok", "ok", "timeout", "ok", "error", "ok", "error", "ok"], out
