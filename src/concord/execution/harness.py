@@ -103,6 +103,7 @@ import ctypes
 import faulthandler
 import fcntl
 import fractions
+import gc
 import io
 import json
 import os
@@ -667,6 +668,9 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             f.write("0")
     sock = socket.socket(fileno=sock_fd)
     clone = _Cloner(hello.get("tid_offset"))
+    # Everything alive now is shared, copy-on-write, with every child: out of the collector's
+    # sight, so a child's collections never walk (and so never copy) the inherited pages.
+    gc.freeze()
     sock.send(b"ready")
     while True:
         try:
