@@ -824,9 +824,10 @@ def _child_main(fds: list[int], hello: dict) -> None:
         _limits(job)
         try:
             # First in line for any out-of-memory kill, wherever one happens (raising the score
-            # needs no privilege, unlike lowering the runner's).
+            # needs no privilege, unlike lowering the runner's); the check server, which shares
+            # the candidate's memory group, after the candidate.
             with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")
+                f.write("500" if role == "checker" else "1000")
         except OSError:
             pass
         uid = job.get("uid")
