@@ -341,3 +341,35 @@ def test_each_humaneval_check_starts_from_a_fresh_state():
 
     out = run_checks(pairs, timeout_s=3.0, memory_mb=256, workers=1)
     assert [o.status for o in out] == ["ok", "ok", "ok", "ok", "timeout", "ok", "error", "ok", "error", "ok"], out
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def test_a_dead_zygote_is_replaced_and_no_outcome_lost():
+    # However a zygote dies (here: killed from outside), the next job on its worker runs on a
+    # fresh sandbox and every outcome is the one the program gets alone.
+    program = "print(int(input()) * 2)"
+    assert [o.output for o in run_programs([program], ["1"], mode="stdin", timeout_s=5.0, memory_mb=256,
+                                           workers=1)[0]] == ["2"]
+    killed = 0
+    for worker in [w for ws in runner._POOL.idle.values() for w in ws]:
+        bwrap = worker.proc.pid
+        for top in _children(bwrap):
+            for runner_pid in [top, *_children(top)]:
+                kids = sorted(_children(runner_pid), key=lambda p: int(Path(f"/proc/{p}/stat").read_text()
+                                                                      .rsplit(")", 1)[1].split()[19]))
+                argv = Path(f"/proc/{runner_pid}/cmdline").read_text().split("\0")
+                if kids and "-c" in argv and not argv[0].endswith("bwrap"):
+                    os.kill(kids[0], 9)  # the runner's first child: its zygote
+                    killed += 1
+                    break
+            if killed:
+                break
+    assert killed
+    rows = run_programs([program] * 3, ["1", "2"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)
+    assert [[o.output for o in row] for row in rows] == [["2", "4"]] * 3, rows
