@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -326,9 +327,20 @@ def test_without_root_children_shed_the_user_namespace_capabilities(tmp_path):
     src = str(REPO / "src")
     if not all(os.stat(p).st_mode & 0o005 for p in [src, *map(str, Path(src).parents)]):
         pytest.skip("the checkout is not readable by nobody")
-    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
-                          capture_output=True, text=True, timeout=120, cwd="/",
-                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": src})
+    # /usr/bin/python3 has no pyseccomp of its own: a copy of the (pure Python) binding where
+    # nobody can read it (tmp_path is private to root).
+    import pyseccomp
+
+    libs = Path(tempfile.mkdtemp(prefix="concord-unpriv-", dir="/tmp"))
+    try:
+        shutil.copy(pyseccomp.__file__, libs / "pyseccomp.py")
+        libs.chmod(0o755)
+        (libs / "pyseccomp.py").chmod(0o644)
+        proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+                              capture_output=True, text=True, timeout=120, cwd="/",
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{src}:{libs}"})
+    finally:
+        shutil.rmtree(libs, ignore_errors=True)
     if "SandboxUnavailable" in proc.stderr:
         pytest.skip("unprivileged user namespaces are not allowed here")
     assert proc.returncode == 0, proc.stderr[-2000:]

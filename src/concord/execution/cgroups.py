@@ -10,11 +10,13 @@ cgroup v1 / hybrid hosts (``memory``, ``pids``, ``cpu``, ``cpuacct`` mounted as 
 as on this project's machines): :class:`V1WorkerCgroup` makes ``concord-<pid>/w<n>`` under this
 process's own group in each hierarchy, with ``memory.limit_in_bytes`` = ``memory.memsw.limit_in_bytes``
 (no swap), ``pids.max``, ``cpu.cfs_quota_us`` of one CPU, and ``cpuacct.usage`` read for the
-candidate's CPU time. The sandbox's zygote joins them once; every child it forks starts inside.
+candidate's CPU time. The sandbox's zygote joins the pids, cpu and cpuacct groups once (every
+child it forks starts inside); each child joins the memory group itself, so the zygote and the
+runner are never charged with, or killed for, a candidate's memory.
 
 Each worker gets a cgroup ``concord-<pid>/w<n>`` under this process's own cgroup, split into
-``runner`` (bubblewrap and the trusted runner; unlimited) and ``candidate``, which each child
-joins before it drops privileges. The candidate group's limits bound the child *and everything
+``runner`` (bubblewrap, the trusted runner and the zygote; unlimited) and ``candidate``, which
+each child joins before it drops privileges. The candidate group's limits bound the child *and everything
 it starts*: ``memory.max`` (``memory.oom.group`` kills the whole group), ``pids.max`` and
 ``cpu.max`` of one CPU, so a candidate cannot starve its neighbours into wall-clock timeouts.
 
@@ -115,6 +117,12 @@ class WorkerCgroup:
         return [(str(self.candidate), mount)]
 
     def procs(self, mount: str) -> list[str]:
+        """Groups the zygote joins once: none (it stays in ``runner``, outside every limit)."""
+        return []
+
+    def child_procs(self, mount: str) -> list[str]:
+        """Groups each child joins before it drops privileges: the candidate group, which the
+        zygote and the runner are never in, so an out-of-memory kill there takes candidates only."""
         return [f"{mount}/cgroup.procs"]
 
     def cpu_usage(self, mount: str) -> str:
@@ -212,13 +220,18 @@ class V1WorkerCgroup:
         _write(cpu / "cpu.cfs_quota_us", "100000")  # one CPU
         self.candidate = self.groups["memory"]
         self._limits: tuple | None = None
-        self.baseline = 0
 
     def binds(self, mount: str) -> list[tuple[str, str]]:
         return [(str(g), f"{mount}/{c}") for c, g in self.groups.items()]
 
     def procs(self, mount: str) -> list[str]:
-        return [f"{mount}/{c}/cgroup.procs" for c in self.groups]
+        """Groups the zygote joins once (every child then starts inside): processes and CPU."""
+        return [f"{mount}/{c}/cgroup.procs" for c in self.groups if c != "memory"]
+
+    def child_procs(self, mount: str) -> list[str]:
+        """The memory group, joined by each child itself: the zygote and the runner stay outside
+        it, so when a candidate fills it the out-of-memory killer can choose candidates only."""
+        return [f"{mount}/memory/cgroup.procs"]
 
     def cpu_usage(self, mount: str) -> str:
         return f"{mount}/cpuacct/cpuacct.usage"
@@ -230,12 +243,7 @@ class V1WorkerCgroup:
         if self._limits == (memory_mb, max_procs):
             return
         memory = self.groups["memory"]
-        if not self.baseline:  # the zygote's own pages are charged here too: not the candidate's
-            try:
-                self.baseline = int((memory / "memory.usage_in_bytes").read_text())
-            except (OSError, ValueError):
-                self.baseline = 0
-        limit = memory_mb * 1024 * 1024 + self.baseline
+        limit = memory_mb * 1024 * 1024
         files = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
         if not (memory / files[1]).exists():
             files = files[:1]

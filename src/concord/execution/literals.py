@@ -33,9 +33,15 @@ import time
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-__all__ = ["LiteralError", "parse", "canonical", "equals_json", "to_python", "MAX_DEPTH"]
+__all__ = ["LiteralError", "LiteralTooLarge", "parse", "canonical", "equals_json", "to_python", "MAX_DEPTH",
+           "MAX_STEPS"]
 
 MAX_DEPTH = 100_000
+# Tokens read one Python step at a time (a run of integers or escape-free strings is one token,
+# however long): the bound on the trusted side's work and memory per return value, the same on
+# every machine and under any load (a time limit alone would make a verdict depend on the load).
+# 250,000 covers, e.g., a list of 120,000 floats or 60,000 pairs; a value needing more is an error.
+MAX_STEPS = 250_000
 _INT_DIGITS = 4300  # CPython's default int/str conversion limit (json.loads refuses longer)
 _COPY_FACTOR = 32  # characters copied for nested sorted containers, per input character
 
@@ -44,17 +50,26 @@ class LiteralError(ValueError):
     """The text is not a plain value in the encoder's literal syntax (or exceeds a bound)."""
 
 
+class LiteralTooLarge(LiteralError):
+    """The text may be a plain value, but reading it would cost more than the trusted side spends
+    on one value (``MAX_STEPS`` tokens, or the caller's deadline)."""
+
+
 _NUM = r"(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)"
 _FLOAT = r"-?(?:\d+\.\d+(?:e[-+]\d+)?|\d+e[-+]\d+|inf|nan)(?![\w.])"
 _INT = r"(?:0|-?[1-9]\d*)(?![\w.])"
 _STR = r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\""
 _SSTR = r"'[^'\\\n]*'"  # a string literal without escapes (canonical when printable)
 _ELEMENT = re.compile(rf"{_INT}|{_SSTR}")
+# Elements per run token: the regular-expression engine keeps state for every repetition of a
+# group, so an unbounded run would cost the trusted process memory in proportion to its length
+# (a 4 MiB list of digits: about 1 GB); runs of at most this many stay small and just as fast.
+_RUN_MAX = 1000
 _TOKEN = re.compile(
     r"\s*(?:"
     rf"(?P<complex>\((?P<re>-?{_NUM})(?P<im>[-+]{_NUM})j\)|(?P<im1>-?{_NUM})j(?![\w.]))"
     rf"|(?P<float>{_FLOAT})"
-    rf"|(?P<run>(?:{_INT}|{_SSTR})(?:, (?:{_INT}|{_SSTR}))+)"
+    rf"|(?P<run>(?:{_INT}|{_SSTR})(?:, (?:{_INT}|{_SSTR})){{1,{_RUN_MAX}}})"
     rf"|(?P<int>{_INT})"
     rf"|(?P<str>{_STR})"
     rf"|b(?P<bytes>{_STR})"
@@ -71,7 +86,7 @@ _TOKEN = re.compile(
 )
 
 _TOKEN_ONE = re.compile(_TOKEN.pattern.replace(
-    rf"|(?P<run>(?:{_INT}|{_SSTR})(?:, (?:{_INT}|{_SSTR}))+)", ""))  # where one value belongs (dict, top level)
+    rf"|(?P<run>(?:{_INT}|{_SSTR})(?:, (?:{_INT}|{_SSTR})){{1,{_RUN_MAX}}})", ""))  # where one value belongs (dict, top level)
 
 # Tree nodes: ("atom", canonical_text, kind, value) with kind in int/float/complex/str/bytes/
 # none/bool/frac/dec (value: the Python value where cheap to hold, else None); ("run", text)
@@ -137,7 +152,7 @@ def _atom(m: re.Match) -> tuple:
     raise LiteralError(f"unexpected {kind}")
 
 
-def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None) -> tuple:
+def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None, max_steps: int = MAX_STEPS) -> tuple:
     """The tree of the plain value ``text`` denotes; :class:`LiteralError` when it denotes none,
     or when ``deadline`` (``time.monotonic()``) passes first -- the reader of one candidate's
     value never takes longer than that candidate's own time limit."""
@@ -153,8 +168,10 @@ def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None) 
     many, one = _TOKEN.match, _TOKEN_ONE.match
     while True:
         steps += 1
+        if steps > max_steps:
+            raise LiteralTooLarge(f"value too large to read (more than {max_steps} tokens)")
         if deadline is not None and not steps & 4095 and time.monotonic() > deadline:
-            raise LiteralError("value too large to read within its time limit")
+            raise LiteralTooLarge("value too large to read within its time limit")
         m = (one if stack[-1][0] in ("dict", "root") else many)(text, pos)
         if m is None:
             raise LiteralError(f"not a plain value (at character {pos})")
@@ -208,7 +225,12 @@ def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None) 
                 frame[0] = "set"
             children.append(("run", text_run))
         else:
-            children.append(_atom(m))
+            try:
+                children.append(_atom(m))
+            except LiteralError:
+                raise
+            except Exception as exc:  # noqa: BLE001 -- e.g. Decimal('zz'): not a plain value, whatever raised
+                raise LiteralError(f"unreadable {kind} literal ({type(exc).__name__})") from None
         frame[2] = "done" if fkind == "root" else "after"
 
 
@@ -261,7 +283,7 @@ def canonical(tree: tuple, budget: int | None = None, deadline: float | None = N
         op = item[0]
         steps += 1
         if deadline is not None and not steps & 4095 and time.monotonic() > deadline:
-            raise LiteralError("value too large to record within its time limit")
+            raise LiteralTooLarge("value too large to record within its time limit")
         if op == "s":
             out.append(item[1])
             continue
@@ -273,7 +295,7 @@ def canonical(tree: tuple, budget: int | None = None, deadline: float | None = N
             text = "".join(out)
             copied += len(text)
             if copied > budget:
-                raise LiteralError("value too deeply nested to record")
+                raise LiteralTooLarge("value too deeply nested to record")
             out = sinks.pop()
             item[1].append(text)
             continue

@@ -11,6 +11,7 @@ is an ``error`` for that candidate only.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from concord.execution import literals
@@ -60,9 +61,23 @@ def canonical_value(text: str, deadline: float | None = None) -> str | None:
         return None
 
 
+# CPython's default reprs name an object's address: ``<generator object f at 0x7fd869a275a0>``.
+_ADDRESS = re.compile(r"(?<= at )0x[0-9a-fA-F]{1,16}(?=>)")
+
+
+def canonical_addresses(text: str) -> str:
+    """``text`` with every address in a default repr (`` at 0x...>``) written as ``0x0``. Where an
+    object sits in memory depends on what the process allocated before (other jobs on the same
+    worker, the order threads hand jobs out), so a recorded output must not carry it: reruns
+    record the same bytes, and two candidates returning the same kind of object agree. No
+    benchmark's expected output can contain an address, so no verdict changes."""
+    return _ADDRESS.sub("0x0", text) if " at 0x" in text else text
+
+
 def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcome:
     """A runner event as an Outcome; anything malformed is an error, never an ``ok``. Reading a
-    return value takes at most ``timeout_s`` (the candidate's own limit); past it, an error."""
+    return value takes at most ``literals.MAX_STEPS`` tokens and ``timeout_s`` (the candidate's
+    own limit); past either, an error. Nothing in ``event`` makes this raise."""
     status, raw, error = event.get("status"), event.get("raw"), event.get("error")
     if status not in STATUSES:
         return Outcome("error", None, "malformed result")
@@ -72,16 +87,18 @@ def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcom
     if not isinstance(raw, str):
         return Outcome("error", None, "malformed result")
     if mode == "stdin":
-        return Outcome("ok", normalize_stdout(raw))
+        return Outcome("ok", canonical_addresses(normalize_stdout(raw)))
     if mode == "humaneval":
         return Outcome("ok", "passed") if raw == "passed" else Outcome("error", None, "malformed result")
     if event.get("plain") is not True:
-        return Outcome("ok", REPR_PREFIX + raw)
+        return Outcome("ok", REPR_PREFIX + canonical_addresses(raw))
     deadline = time.monotonic() + timeout_s if timeout_s else None
     try:
         text = literals.canonical(literals.parse(raw, deadline=deadline), deadline=deadline)
-    except literals.LiteralError as exc:
-        if "time limit" in str(exc):
-            return Outcome("error", None, str(exc))
+    except literals.LiteralTooLarge as exc:
+        return Outcome("error", None, str(exc))
+    except literals.LiteralError:
         text = None
-    return Outcome("ok", text if text is not None else REPR_PREFIX + raw)
+    except Exception as exc:  # noqa: BLE001 -- RecursionError, MemoryError...: this candidate's error only
+        return Outcome("error", None, f"return value could not be read ({type(exc).__name__})")
+    return Outcome("ok", text if text is not None else REPR_PREFIX + canonical_addresses(raw))

@@ -46,6 +46,7 @@ from concord.execution.sandbox import (
 __all__ = ["run_programs", "run_checks", "uid_block", "probe", "resolve_backend"]
 
 _HARNESS_SOURCE = Path(_harness.__file__).read_text(encoding="utf-8")
+_TID_OFFSET = _harness.tid_offset()  # read here, where thread ids are unambiguous (see harness._Cloner)
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
 _STDERR_CAP = 64 * 1024
 # A clean environment: nothing of ours leaks in, hashing and BLAS threads are deterministic.
@@ -132,11 +133,12 @@ class _Worker:
             os.set_blocking(stream.fileno(), False)
         self.buf.clear()
         self.err.clear()
-        hello = {"isolate": self.backend.isolated}
+        hello = {"isolate": self.backend.isolated, "tid_offset": _TID_OFFSET}
         if self.backend.isolated:
             hello["seccomp"] = seccomp.filter_bpf().hex()
         if self.cgroup:
             hello["cgroup_procs"] = self.cgroup.procs(CGROUP_MOUNT)
+            hello["child_cgroup_procs"] = self.cgroup.child_procs(CGROUP_MOUNT)
             hello["cpu_usage"] = self.cgroup.cpu_usage(CGROUP_MOUNT)
         self._send(hello)
         event = self._next(time.monotonic() + _STARTUP_S)
@@ -202,8 +204,11 @@ class _Worker:
                     del self.buf[: cut + 1]
                     try:
                         event = json.loads(line.decode("utf-8", "surrogatepass"))
-                    except (UnicodeDecodeError, ValueError):
-                        raise SandboxError(f"the sandbox runner wrote a malformed event: {line[:200]!r}") from None
+                    except Exception:  # noqa: BLE001 -- whatever an unreadable event makes json raise
+                        event = None
+                    if not isinstance(event, dict):
+                        return {"event": "malformed", "error": f"the sandbox runner wrote a malformed event: "
+                                                              f"{line[:200]!r}"}
                     return event
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.get_map():
@@ -221,10 +226,22 @@ class _Worker:
             sel.close()
 
     def run(self, program: str, inputs: list[str], mode: str, fn_name: str | None, limits: Limits) -> list[Outcome]:
+        """Every input's outcome. Nothing a candidate does makes this raise: a runner that dies,
+        stalls or reports nonsense is replaced by a fresh one (a new sandbox, a new zygote) and
+        the input at hand is run once more; when that fails too, that input alone is an error."""
         outcomes: list[Outcome | None] = [None] * len(inputs)
-        start = 0
+        start, failed_at = 0, None
         while start < len(inputs):
-            start = self._job(program, inputs, start, mode, fn_name, limits, outcomes)
+            try:
+                start = self._job(program, inputs, start, mode, fn_name, limits, outcomes)
+            except _RunnerFailed as exc:
+                self._kill()
+                k = exc.k
+                if failed_at != k:  # the first failure on this input: a fresh runner, once more
+                    failed_at, start = k, k
+                    continue
+                outcomes[k] = Outcome("error", None, f"sandbox runner failed twice on this input: {exc}"[:1000])
+                start = k + 1
         return outcomes  # type: ignore[return-value]
 
     def _job(self, program, inputs, start, mode, fn_name, limits, outcomes) -> int:
@@ -251,10 +268,13 @@ class _Worker:
             "uid": uid_block() + self.slot if self.backend.privileged else None,
             "check_uid": uid_block() + _UID_SLOTS + self.slot if self.backend.privileged else None,
             # RLIMIT_NPROC counts the candidate uid's processes exactly (the cgroup's pids.max also
-            # counts the zygote and its short-lived intermediate); without root the uid is shared.
+            # counts the zygote); without root the uid is shared.
             "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,
         }
-        self._send(job)
+        try:
+            self._send(job)
+        except SandboxError as exc:
+            raise _RunnerFailed(start, str(exc)) from None
         # The runner enforces every limit itself; this backstop only catches a stalled runner.
         grace = 30.0 + 2 * limits.timeout_s
         expect = start
@@ -266,17 +286,25 @@ class _Worker:
                 if expect < len(inputs):
                     outcomes[expect] = Outcome("error", None, f"sandbox runner failed: {detail[-300:]}")
                 return expect + 1
-            if event.get("event") == "done":
-                if expect != len(inputs):
-                    raise SandboxError(f"sandbox runner reported {expect} of {len(inputs)} results")
+            kind = event.get("event")
+            if kind == "done" and expect == len(inputs):
                 return expect
-            if event.get("event") == "failed":
-                self._kill()
-                raise SandboxError(f"sandbox runner failed: {event.get('error')}")
-            if event.get("k") != expect:
-                raise SandboxError(f"sandbox runner reported input {event.get('k')} where {expect} was due")
-            outcomes[expect] = to_outcome(event, mode, limits.timeout_s)
+            if kind is not None or event.get("k") != expect or expect >= len(inputs):
+                # "failed" (e.g. the zygote could not fork), a malformed event or one out of turn
+                raise _RunnerFailed(min(expect, len(inputs) - 1), str(event.get("error") or event)[:300])
+            try:
+                outcomes[expect] = to_outcome(event, mode, limits.timeout_s)
+            except Exception as exc:  # noqa: BLE001 -- a result we cannot read is that candidate's error
+                outcomes[expect] = Outcome("error", None, f"unreadable result ({type(exc).__name__})")
             expect += 1
+
+
+class _RunnerFailed(Exception):
+    """The runner reported a failure, or something unreadable, while input ``k`` was due."""
+
+    def __init__(self, k: int, detail: str) -> None:
+        super().__init__(detail)
+        self.k = k
 
 
 class _Pool:

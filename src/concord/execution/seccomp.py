@@ -21,7 +21,25 @@ threat (issue #25):
   cgroup counts them, this is what bounds them);
 * ``setsid`` returns success without doing anything: *a new session per process defeated the
   autogroup CPU sharing* (with cgroups the CPU is shared per candidate group anyway; this keeps
-  the rlimit fallback fair too), while a daemonising program still runs as it would elsewhere.
+  the rlimit fallback fair too), while a daemonising program still runs as it would elsewhere
+  (each child calls the real ``setsid`` once, before the filter, to leave the runner's group);
+* ``socket``, ``socketpair`` (EPERM): *no sockets at all*. A candidate child talks to the runner
+  only through the pipes it inherits (its job arrives in a memfd, its results go to fd 1), so
+  nothing of the harness needs one after the filter is in place. Without sockets there is no
+  state in the worker's network namespace to share (TCP ``TIME_WAIT`` entries in
+  ``/proc/net/tcp``, abstract unix names, bound ports) and no socket buffer memory to pile up,
+  which the memory cgroup does not count for TCP on cgroup v1 hosts;
+* ``flock`` and ``fcntl`` with ``F_GETLK``/``F_SETLK``/``F_SETLKW``, the open-file-description
+  variants and leases/``F_NOTIFY`` (EPERM), ``inotify_*`` (EPERM): *locks and file events on the
+  read-only files every sandbox shares (the interpreter, its libraries) are visible to every
+  other candidate*: a channel between concurrent candidates;
+* ``preadv2``/``pwritev2`` (ENOSYS, so libc falls back to ``preadv``/``pwritev`` when no flag is
+  given and a flag such as ``RWF_NOWAIT`` fails), ``mincore``, ``cachestat`` (EPERM),
+  ``fadvise64`` (succeeds without effect: it is advice), ``madvise`` with ``MADV_COLD`` or
+  ``MADV_PAGEOUT`` (EPERM): *page-cache residency of shared files, evicted by one candidate and
+  probed by another, is a channel across workers and across runs*. Reading a file and timing it
+  still tells whether it was cached; without eviction a sender can only load pages once
+  (``docs/sandbox.md``).
 """
 
 from __future__ import annotations
@@ -31,7 +49,7 @@ import functools
 import os
 import tempfile
 
-__all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "NAMESPACE_FLAGS"]
+__all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "ENOSYS_CALLS", "FCNTL_REFUSED", "NAMESPACE_FLAGS"]
 
 NAMESPACE_FLAGS = {
     "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -45,8 +63,15 @@ REFUSED = (
     "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module", "finit_module", "delete_module",
     "kexec_load", "kexec_file_load", "memfd_create", "memfd_secret", "open_by_handle_at",
     "name_to_handle_at", "fanotify_init", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog",
-    "lookup_dcookie", "vhangup", "iopl", "ioperm",
+    "lookup_dcookie", "vhangup", "iopl", "ioperm", "socket", "socketpair", "flock", "inotify_init",
+    "inotify_init1", "inotify_add_watch", "mincore", "cachestat",
 )
+ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")  # libc falls back to the older call (clone, preadv, pwritev)
+# fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
+# F_GETLEASE, F_NOTIFY
+FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
+MADVISE_REFUSED = (20, 21)  # MADV_COLD, MADV_PAGEOUT: push pages out of memory, the page cache too
+_SYSCALL_NUMBERS = {"x86_64": {"cachestat": 451}, "aarch64": {"cachestat": 451}}  # newer than some libseccomps
 
 
 class SeccompUnavailable(RuntimeError):
@@ -65,15 +90,29 @@ def filter_bpf() -> bytes:
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)  # other ABIs (i386, x32): kill
     eperm = sc.ERRNO(errno.EPERM)
+    numbers = _SYSCALL_NUMBERS.get(os.uname().machine, {})
     for name in REFUSED:
         try:
             f.add_rule(eperm, name)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RuntimeError):
+            if name in numbers:  # known to the kernel, not yet to this libseccomp
+                f.add_rule(eperm, numbers[name])
             continue  # a syscall this kernel/architecture lacks
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for name in ENOSYS_CALLS:
+        try:
+            f.add_rule(sc.ERRNO(errno.ENOSYS), name)
+        except (OSError, ValueError, RuntimeError):
+            continue
     f.add_rule(sc.ERRNO(0), "setsid")  # neutralised: "succeeds", the session stays the same
+    f.add_rule(sc.ERRNO(0), "fadvise64")  # advice: "succeeds" without evicting anything
     for flag in NAMESPACE_FLAGS.values():
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    # The kernel reads these arguments as 32-bit ints: compare the low 32 bits only, so a raw
+    # syscall with junk in the upper half of the register matches too.
+    for cmd in FCNTL_REFUSED:
+        f.add_rule(eperm, "fcntl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, cmd))
+    for advice in MADVISE_REFUSED:
+        f.add_rule(eperm, "madvise", sc.Arg(2, sc.MASKED_EQ, 0xFFFFFFFF, advice))
     with tempfile.TemporaryFile() as out:
         f.export_bpf(out)
         out.flush()

@@ -1,0 +1,375 @@
+"""Hostile candidates by class, through the public API: none may lose the batch, reach a
+neighbour, or change anything but its own outcome.
+
+Each test runs hostile programs between honest neighbours in one ``run_programs`` call (two
+workers in parallel) and asserts that the call returns, that every neighbour's outcomes equal its
+outcomes when run alone, and what the hostile program itself gets.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from concord.execution import run_programs
+from concord.execution import runner
+from concord.execution import sandbox as sb
+
+REPO = sb.REPO_ROOT
+pytestmark = pytest.mark.skipif(runner._probe("bwrap", sb.default_python()) is not None,
+                                reason="bubblewrap does not work on this machine")
+
+HONEST_STDIN = "a, b = map(int, input().split())\nprint(a + b)"
+HONEST_CALL = "def f(x):\n    return [x, {'k': (x, 2.5)}, 'y' * 3]"
+STDIN_INPUTS = ["1 2", "3 4"]
+CALL_INPUTS = ["1", "2"]
+
+
+def _alone(program: str, inputs: list[str], mode: str, **kw) -> list:
+    return run_programs([program], inputs, mode=mode, timeout_s=5.0, memory_mb=256, workers=1, **kw)[0]
+
+
+def _between(hostile: dict[str, str], honest: str, inputs: list[str], mode: str, **kw):
+    """Each hostile program between honest ones; returns (by name, honest rows)."""
+    programs = [honest]
+    for program in hostile.values():
+        programs += [program, honest]
+    kw.setdefault("timeout_s", 5.0)
+    kw.setdefault("memory_mb", 256)
+    rows = run_programs(programs, inputs, mode=mode, workers=2, **kw)
+    return dict(zip(hostile, rows[1::2])), rows[0::2]
+
+
+# The reporter (and so the per-child token) is in the candidate's own process: a call-mode
+# candidate finds it in its caller's frame and writes whatever frames it likes.
+FIND_REPORTER = (
+    "import sys\n"
+    "def _reporter():\n"
+    "    fr = sys._getframe()\n"
+    "    while fr is not None:\n"
+    "        if 'report' in fr.f_locals:\n"
+    "            return fr.f_locals['report']\n"
+    "        fr = fr.f_back\n"
+)
+
+
+def _forge(body: str) -> str:
+    return FIND_REPORTER + "def f(x):\n    rep = _reporter()\n" + "".join(
+        "    " + line + "\n" for line in body.strip().splitlines()) + "    return -1\n"
+
+
+def test_forged_frames_lose_nothing_but_their_own_outcome():
+    deep = "deep = []\nfor _ in range(5000):\n    deep = [deep]\n"
+    hostile = {
+        # a 5,000-deep field in a frame header: the runner's reader must not raise or recurse
+        "deep_field": _forge(deep + "rep({'k': 0, 'status': 'ok', 'plain': True, 'error': None, 'x': deep}, '1')"),
+        "deep_status": _forge(deep + "rep({'k': 0, 'status': deep, 'plain': True, 'error': deep}, '1')"),
+        # literal text the parent's reader cannot turn into a value (Decimal raises InvalidOperation)
+        "bad_decimal": _forge("rep({'k': 0, 'status': 'ok', 'plain': True, 'error': None}, \"Decimal('zz')\")\n"
+                              "rep({'k': 1, 'status': 'ok', 'plain': True, 'error': None}, \"[Decimal('1e')]\")\n"
+                              "rep.finish()"),
+        # fields of the wrong type and size
+        "odd_fields": _forge("rep({'k': True, 'status': 'ok', 'plain': True, 'error': None}, '5')\n"
+                             "rep({'k': 0, 'status': 'timeout', 'plain': 'yes', 'error': ['x'] * 9}, '5')\n"
+                             "rep({'k': 1, 'status': 'ok', 'plain': [1], 'error': 'e' * 5000}, '7')\n"
+                             "rep.finish()"),
+        # a header longer than any real one, then a frame flood
+        "huge_header": _forge("rep({'k': 0, 'status': 'ok', 'plain': True, 'error': None, 'x': 'y' * 10**6}, '1')"),
+        "frame_flood": _forge("for _ in range(100000):\n    rep({'k': 99, 'status': 'ok'})"),
+        # values that cost the trusted reader the most per byte, at the size cap
+        "costly_value": "def f(x):\n    return [[0]] * 100000 if x == 1 else [{}] * 200000",
+        "costly_floats": "def f(x):\n    return [0.5] * 300000",
+    }
+    by_name, honest = _between(hostile, HONEST_CALL, CALL_INPUTS, "call", fn_name="f")
+    alone = _alone(HONEST_CALL, CALL_INPUTS, "call", fn_name="f")
+    for row in honest:
+        assert row == alone
+    for name, row in by_name.items():
+        assert len(row) == 2, name
+        assert all(o.output != alone[0].output for o in row), (name, row)
+    assert [o.status for o in by_name["bad_decimal"]] == ["ok", "ok"]
+    assert all(o.output.startswith("repr:") for o in by_name["bad_decimal"])  # not a value: graded wrong
+    assert [o.output for o in by_name["odd_fields"]] == [None, "repr:7"]  # 'timeout' forged: an error; plain dropped
+    assert by_name["odd_fields"][0].status == "error"
+    assert by_name["odd_fields"][1].output == "repr:7"
+    assert [o.status for o in by_name["frame_flood"]] == ["error", "error"]
+    for name in ("costly_value", "costly_floats"):
+        assert all(o.status == "error" and "too large" in o.error for o in by_name[name]), (name, by_name[name])
+
+
+def test_output_floods_cost_the_runner_no_step_per_line():
+    hostile = {
+        "newlines": "import posix\nwhile True:\n    posix.write(1, b'\\n' * 65536)",
+        "short_lines": "import posix\nwhile True:\n    posix.write(1, b'x\\n' * 32768)",
+        "fake_tags": "import posix\nwhile True:\n    posix.write(1, b'\\n' + b'0' * 32 + b' {}\\n' * 2000)",
+    }
+    t0 = time.monotonic()
+    by_name, honest = _between(hostile, HONEST_STDIN, STDIN_INPUTS, "stdin", timeout_s=3.0)
+    elapsed = time.monotonic() - t0
+    for row in honest:
+        assert row == _alone(HONEST_STDIN, STDIN_INPUTS, "stdin")
+    for name, row in by_name.items():
+        assert all(o.status == "error" and "output exceeded" in o.error for o in row), (name, row)
+    assert elapsed < 60
+
+
+def test_memory_fills_outside_the_heap_kill_only_the_candidate():
+    # Pipe buffers, socket buffers, tmpfs and heap together: the kernel charges them to the
+    # candidate's memory group, which holds no runner or zygote; the next jobs on the same
+    # workers run as before.
+    fill_pipes = (
+        "import os, fcntl\n"
+        "held = []\n"
+        "try:\n"
+        "    while True:\n"
+        "        r, w = os.pipe()\n"
+        "        held.append((r, w))\n"
+        "        try:\n"
+        "            fcntl.fcntl(w, 1031, 1 << 20)\n"  # F_SETPIPE_SZ
+        "        except OSError:\n"
+        "            pass\n"
+        "        os.set_blocking(w, False)\n"
+        "        try:\n"
+        "            while True:\n"
+        "                os.write(w, b'x' * 65536)\n"
+        "        except BlockingIOError:\n"
+        "            pass\n"
+        "except OSError:\n"
+        "    pass\n"
+    )
+    hostile = {
+        "pipes_then_heap": fill_pipes + "blocks = []\nwhile True:\n    blocks.append(bytearray(8 << 20))",
+        "sockets": (
+            "import socket\nheld = []\n"
+            "while True:\n"
+            "    a, b = socket.socketpair()\n"
+            "    a.setblocking(False)\n"
+            "    held.append((a, b))\n"
+            "    try:\n"
+            "        while True:\n"
+            "            a.send(b'x' * 65536)\n"
+            "    except BlockingIOError:\n"
+            "        pass\n"
+        ),
+        "shm_and_forks": (
+            "import os\n"
+            "for i in range(4):\n"
+            "    if os.fork() == 0:\n"
+            "        break\n"
+            "with open(f'/dev/shm/f{os.getpid()}', 'wb') as f:\n"
+            "    while True:\n"
+            "        f.write(b'x' * (1 << 20))\n"
+        ),
+    }
+    for _ in range(2):  # the second round runs on the workers the first one left behind
+        by_name, honest = _between(hostile, HONEST_STDIN, STDIN_INPUTS, "stdin", memory_mb=128, timeout_s=5.0)
+        for row in honest:
+            assert [(o.status, o.output) for o in row] == [("ok", "3"), ("ok", "7")]
+        for name, row in by_name.items():
+            assert all(o.status in ("error", "timeout") for o in row), (name, row)
+
+
+CHANNELS = r'''
+import os, sys, fcntl, ctypes, socket
+libc = ctypes.CDLL(None, use_errno=True)
+shared = os.open(sys.executable, os.O_RDONLY)
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, "allowed")
+    except OSError as exc:
+        print(name, "refused")
+attempt("socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+attempt("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+attempt("socketpair", lambda: socket.socketpair())
+attempt("lockf", lambda: fcntl.lockf(shared, fcntl.LOCK_SH | fcntl.LOCK_NB))
+attempt("getlk", lambda: fcntl.fcntl(shared, fcntl.F_GETLK, bytes(32)))
+attempt("ofd", lambda: fcntl.fcntl(shared, 37, bytes(32)))
+attempt("flock", lambda: fcntl.flock(shared, fcntl.LOCK_SH | fcntl.LOCK_NB))
+attempt("nowait", lambda: os.preadv(shared, [bytearray(16)], 0, os.RWF_NOWAIT))
+def inotify():
+    if libc.inotify_init1(0) < 0:
+        raise OSError(ctypes.get_errno(), "inotify")
+attempt("inotify", inotify)
+page = ctypes.create_string_buffer(3 * 4096)
+addr = ctypes.c_void_p((ctypes.addressof(page) + 4095) & ~4095)
+vec = ctypes.create_string_buffer(4)
+def mincore():
+    if libc.mincore(addr, ctypes.c_size_t(4096), vec) != 0:
+        raise OSError(ctypes.get_errno(), "mincore")
+attempt("mincore", mincore)
+def pageout():
+    if libc.madvise(addr, ctypes.c_size_t(4096), 21) != 0:
+        raise OSError(ctypes.get_errno(), "madvise")
+attempt("pageout", pageout)
+print("read", len(os.pread(shared, 16, 0)))
+'''
+
+
+def test_channel_primitives_on_shared_objects_are_refused():
+    rows = run_programs([CHANNELS, HONEST_STDIN], ["1 2"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=2)
+    lines = rows[0][0].output.splitlines()
+    assert rows[0][0].status == "ok", rows[0]
+    assert lines == [f"{name} refused" for name in ("socket", "unix", "socketpair", "lockf", "getlk", "ofd",
+                                                      "flock", "nowait", "inotify", "mincore", "pageout")] + ["read 16"]
+    assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
+
+
+def test_a_candidate_sees_no_network_state_of_anyone():
+    # Without sockets there is nothing to leave in the worker's network namespace for the next one.
+    program = "print([open('/proc/net/' + p).read().count('\\n') for p in ('tcp', 'udp')])"
+    rows = run_programs([program] * 4, ["", ""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=2)
+    assert {o.output for row in rows for o in row} == {"[1, 1]"}  # the header line only
+
+
+ADDRESSES = (
+    "def f(x):\n"
+    "    def gen():\n"
+    "        yield x\n"
+    "    return (gen(), object(), [object() for _ in range(x)], f)\n"
+)
+PRINTS = "class A:\n    pass\nprint(object(), A(), (i for i in range(3)), print, A.__init__)"
+
+
+def _fresh_process_outputs() -> list:
+    script = (
+        "import json\n"
+        "from concord.execution import run_programs\n"
+        f"a = run_programs([{ADDRESSES!r}], ['1', '2'], mode='call', fn_name='f', timeout_s=5, memory_mb=256)\n"
+        f"b = run_programs([{PRINTS!r}] * 2, ['', ''], mode='stdin', timeout_s=5, memory_mb=256, workers=2)\n"
+        "print(json.dumps([[o.output for o in row] for row in a + b]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_outputs_with_addresses_are_identical_across_fresh_runs():
+    first, second = _fresh_process_outputs(), _fresh_process_outputs()
+    assert "at 0x0>" in first
+    assert first == second
+
+
+def test_outputs_with_addresses_are_identical_across_calls_and_workers():
+    outputs = []
+    for _ in range(2):
+        rows = run_programs([PRINTS] * 3, ["", ""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=2)
+        outputs.append([o.output for row in rows for o in row])
+        runner._POOL.close_all()  # the next call starts fresh sandboxes
+    assert len(set(outputs[0])) == 1 and "at 0x0>" in outputs[0][0]
+    assert outputs[0] == outputs[1]
+
+
+def test_without_root_a_candidate_cannot_stop_the_runner(request):
+    # The unprivileged path (bubblewrap's user namespace; children share the runner's uid there):
+    # kill(0, SIGSTOP) and killpg must reach the candidate's own session only.
+    python = "/usr/bin/python3"
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None or not os.path.exists(python):
+        pytest.skip("needs root (to become nobody), setpriv and a world-readable /usr/bin/python3")
+    import pyseccomp
+
+    # /usr/bin/python3 has no pyseccomp of its own: a copy of the (pure Python) binding where
+    # nobody can read it (pytest's tmp_path is private to root).
+    libs = Path(tempfile.mkdtemp(prefix="concord-unpriv-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(libs, ignore_errors=True))
+    shutil.copy(pyseccomp.__file__, libs / "pyseccomp.py")
+    libs.chmod(0o755)
+    (libs / "pyseccomp.py").chmod(0o644)
+    src = str(REPO / "src")
+    if not all(os.stat(p).st_mode & 0o005 for p in [src, *map(str, Path(src).parents)]):
+        pytest.skip("the checkout is not readable by nobody")
+    stopper = ("import posix, signal\n"
+               "posix.kill(0, signal.SIGSTOP)\n"
+               "try:\n"
+               "    posix.killpg(posix.getpgrp(), signal.SIGSTOP)\n"
+               "except OSError:\n"
+               "    pass\n"
+               "print('went on')")
+    script = (
+        "import time\n"
+        "from concord.execution import run_programs\n"
+        "t0 = time.monotonic()\n"
+        f"rows = run_programs([{stopper!r}, 'print(int(input()) * 2)', 'import time\\ntime.sleep(30)'], ['21'], "
+        f"mode='stdin', timeout_s=3, memory_mb=256, workers=2, python={python!r})\n"
+        "print([(o.status, o.output) for row in rows for o in row], time.monotonic() - t0 < 20)\n"
+    )
+    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+                          capture_output=True, text=True, timeout=180, cwd="/",
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{src}:{libs}"})
+    if "SandboxUnavailable" in proc.stderr:
+        pytest.skip(f"no unprivileged sandbox here: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    # the stopper reached its own session only (where PID 1 ignores it); its neighbours were
+    # graded on time
+    assert last.startswith("[('ok', 'went on'), ('ok', '42'), ('timeout', None)]"), last
+    assert last.endswith("True"), last
+
+
+def test_each_humaneval_check_starts_from_a_fresh_state():
+    # Checks of one worker run one after another in its check process: none may see what an
+    # earlier check, or a module an earlier solution named, left behind.
+    fresh = ("import random, sys\n"
+             "def check(candidate):\n"
+             "    assert random.random() == random.Random(0).random()\n"
+             "    assert candidate(2) == 4\n"
+             "    assert sys.getrecursionlimit() == 1000\n"
+             "    assert 'wave' not in sys.modules\n"
+             "check(f)\n")
+    messy = ("import random, sys\n"
+             "def check(candidate):\n"
+             "    assert candidate(2) == 4\n"
+             "    random.seed(123)\n"
+             "    sys.setrecursionlimit(50)\n"
+             "check(f)\n")
+    named = "def check(candidate):\n    assert candidate(2) == 4 and w.__name__ == 'wave'\ncheck(f)\n"
+    honest = "def f(x):\n    return 2 * x\n"
+    pairs = [(honest, fresh), (honest, messy), ("import wave as w\n" + honest, named), (honest, fresh),
+             ("def f(x):\n    while True:\n        pass\n", fresh), (honest, fresh),
+             ("import posix\ndef f(x):\n    posix._exit(0)\n", fresh), (honest, fresh),
+             ("def f(x):\n    return [[[x]]] * 10**5\n", fresh), (honest, fresh)]
+    from concord.execution import run_checks
+
+    out = run_checks(pairs, timeout_s=3.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "ok", "ok", "ok", "timeout", "ok", "error", "ok", "error", "ok"], out
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def test_a_dead_zygote_is_replaced_and_no_outcome_lost():
+    # However a zygote dies (here: killed from outside), the next job on its worker runs on a
+    # fresh sandbox and every outcome is the one the program gets alone.
+    program = "print(int(input()) * 2)"
+    assert [o.output for o in run_programs([program], ["1"], mode="stdin", timeout_s=5.0, memory_mb=256,
+                                           workers=1)[0]] == ["2"]
+    killed = 0
+    for worker in [w for ws in runner._POOL.idle.values() for w in ws]:
+        bwrap = worker.proc.pid
+        for top in _children(bwrap):
+            for runner_pid in [top, *_children(top)]:
+                kids = sorted(_children(runner_pid), key=lambda p: int(Path(f"/proc/{p}/stat").read_text()
+                                                                      .rsplit(")", 1)[1].split()[19]))
+                argv = Path(f"/proc/{runner_pid}/cmdline").read_text().split("\0")
+                if kids and "-c" in argv and not argv[0].endswith("bwrap"):
+                    os.kill(kids[0], 9)  # the runner's first child: its zygote
+                    killed += 1
+                    break
+            if killed:
+                break
+    assert killed
+    rows = run_programs([program] * 3, ["1", "2"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)
+    assert [[o.output for o in row] for row in rows] == [["2", "4"]] * 3, rows
