@@ -61,8 +61,6 @@ def _snakemake(work: Path, env: dict, *args: str, timeout: float = 1800) -> subp
     return snakemake(work, *args, snakefile=None, env=env, timeout=timeout)
 
 
-# Through Slurm and then locally: about 8 minutes on two busy cores, more on a slower CPU.
-@pytest.mark.timeout(1800)
 def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, work, tmp_path):
     layout, facts = cluster
     env = slurm_env(layout)
