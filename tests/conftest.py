@@ -1,14 +1,20 @@
-"""Shared fixtures: the repository root, ../shared data (skip when absent), a tiny real model."""
+"""Shared fixtures: the repository root, ../shared data (skip when absent), and every expensive
+setup built once per session -- the tiny and boxed real models, the toy workflow's results tree,
+one local Slurm cluster. Helpers and test data live in tests/support/ (imported as ``support``)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# tests/ on the path: ``import support`` from any test module, in any env that runs them.
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
 SHARED_DATA = REPO.parent / "shared" / "data" / "ttrl"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,3 +45,57 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from concord.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model") / "model", seed=0)
+
+
+@pytest.fixture(scope="session")
+def boxed_model_dir(tmp_path_factory) -> Path:
+    """:func:`concord.rl.tiny.build_boxed_tiny_model` at its defaults (replies ``The answer is
+    \\boxed{d}.``, d in 1..3). Shared read-only: tests write their runs elsewhere."""
+    import torch
+
+    from concord.rl.tiny import build_boxed_tiny_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread whatever the session's setting: every module sees the same weights
+    try:
+        return build_boxed_tiny_model(tmp_path_factory.mktemp("boxed-model") / "model")
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def toy_tree(tmp_path_factory) -> Path:
+    """The working directory of one real run of the whole workflow at toy scale (every rule of
+    every paper, ``config.yaml``, ``results/`` with its manifest and ``report.html``). Read-only:
+    a test that changes it works on a copy (:func:`toy_tree_copy`)."""
+    from support.toy import build_toy_tree
+
+    return build_toy_tree(tmp_path_factory.mktemp("toy"))
+
+
+@pytest.fixture()
+def toy_tree_copy(toy_tree, tmp_path) -> Path:
+    """A private copy of the toy run's working directory, for a test that changes files in it."""
+    import shutil
+
+    return Path(shutil.copytree(toy_tree, tmp_path / "toy", symlinks=True))
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """One single-node Slurm cluster for every Slurm test (2 fake GPUs, partition ``local``), with
+    accounting (slurmdbd + MariaDB) where it can be started: (layout, facts). Skips only where
+    Slurm cannot be started (not root, no apt)."""
+    from concord.cluster import local_slurm
+
+    reason = local_slurm.cannot_start_reason()
+    if reason:
+        pytest.skip(f"no local Slurm: {reason}")
+    accounting = local_slurm.cannot_start_reason(accounting=True) is None
+    layout = local_slurm.Layout(tmp_path_factory.mktemp("slurm"))
+    try:
+        facts = local_slurm.start(layout, local_slurm.Settings(gpus=2, partition="local", accounting=accounting))
+        yield layout, facts
+    finally:
+        local_slurm.stop(layout)  # every daemon it started, also when a test failed
+        assert not local_slurm.status(layout)["running"]

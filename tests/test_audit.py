@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from concord import audit, io, provenance
-
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
+from support.snakemake import job_env, snakemake
 
 
 @pytest.fixture()
@@ -216,7 +216,7 @@ def test_params_change_is_described_by_config_key():
 
 
 def _cli(*args, cwd) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CONCORD_CODE_VERSION": "test-version"}
+    env = job_env(CONCORD_CODE_VERSION="test-version")
     return subprocess.run([sys.executable, "-m", "concord", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -295,10 +295,8 @@ include: "RULES/audit.smk"
 
 
 def _snakemake(*args, cwd) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    """Snakemake on the Snakefile in ``cwd``."""
+    return snakemake(cwd, *args, snakefile=None, timeout=300)
 
 
 def _tiny(tmp_path, **config) -> Path:
@@ -417,13 +415,6 @@ WF_CONFIG = {
 }
 
 
-def _snakemake(*args, cwd) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def _jobs(dry_run_output: str) -> set[str]:
     return {line.split()[1].rstrip(":") for line in dry_run_output.splitlines() if line.startswith("rule ")}
 
@@ -485,15 +476,6 @@ def test_workflow_targets_manifest_report_and_tamper(tmp_path):
 # ------------------------------------------------------------------ the repository's workflow
 
 
-def _repo_snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-                           "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"), *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=1500)
-
-
 def _tiny_training_config(**extra) -> dict:
     config = {
         "models": {"tiny": {"source": "tiny-random", "family": "Tiny", "prompt_style": "instruct"}},
@@ -513,7 +495,7 @@ def _tiny_training_config(**extra) -> dict:
 @pytest.mark.slow
 def test_trained_models_are_intermediate_by_default_and_still_audited(tmp_path):
     target = "results/eval/tiny/synthetic/majority/seed0.json"
-    proc = _repo_snakemake(tmp_path, _tiny_training_config(), "-c1", target)
+    proc = snakemake(tmp_path, "-c1", target, config=_tiny_training_config())
     assert proc.returncode == 0, proc.stderr[-5000:]
     results = tmp_path / "results"
     train = results / "train/tiny/synthetic/majority/seed0"

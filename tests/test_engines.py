@@ -17,6 +17,7 @@ def engine(tiny_model_dir):
     return load_engine("hf", tiny_model_dir, batch_size=4, threads=1, progress=False)
 
 
+@pytest.mark.transformers
 def test_generations_have_text_tokens_finish_and_confidence(engine):
     params = SamplingParams(n=3, temperature=1.0, max_new_tokens=12, seed=1)
     out = engine.generate([CONV, [{"role": "user", "content": "Hi"}]], params)
@@ -36,6 +37,7 @@ def test_generations_have_text_tokens_finish_and_confidence(engine):
                 assert g.n_tokens == 12
 
 
+@pytest.mark.transformers
 def test_same_seed_same_samples(engine):
     params = SamplingParams(n=2, temperature=1.0, max_new_tokens=10, seed=7)
     a = engine.generate([CONV], params)
@@ -45,6 +47,7 @@ def test_same_seed_same_samples(engine):
     assert [g.token_logprobs for g in a[0]] != [g.token_logprobs for g in c[0]]
 
 
+@pytest.mark.transformers
 def test_confidence_is_the_sampling_distributions_log_probability(engine):
     """c_i is the log-probability of each sampled token under the distribution it was drawn from:
     logits / temperature, renormalised over the top-p nucleus (vLLM's ``processed_logprobs``;
@@ -68,12 +71,14 @@ def test_confidence_is_the_sampling_distributions_log_probability(engine):
         assert not torch.allclose(raw, lps, atol=1e-3)
 
 
+@pytest.mark.transformers
 def test_greedy_is_deterministic_across_seeds(engine):
     a = engine.generate([CONV], SamplingParams(n=1, temperature=0, max_new_tokens=8, seed=1))[0][0]
     b = engine.generate([CONV], SamplingParams(n=1, temperature=0, max_new_tokens=8, seed=99))[0][0]
     assert a.text == b.text
 
 
+@pytest.mark.transformers
 def test_render_applies_the_chat_template(engine):
     rendered = engine.render(CONV)
     assert "What is 2 + 3?" in rendered and rendered.rstrip().endswith("assistant")
@@ -100,6 +105,7 @@ def test_vllm_stays_out_of_the_cpu_env_and_fails_clearly(tiny_model_dir):
         load_engine("vllm", tiny_model_dir)
 
 
+@pytest.mark.transformers
 def test_shared_prompt_prefix_gives_the_same_samples(engine):
     """n samples of one prompt reuse one prefill (a KV cache copied per row); the samples, their
     token ids and confidences must equal those of generating every row from scratch."""

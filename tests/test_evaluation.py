@@ -38,12 +38,10 @@ def test_grade_samples_and_mean_at_k():
 
 
 @pytest.mark.slow
-def test_evaluate_a_model_directory_with_mean_at_k(tmp_path, monkeypatch):
-    from concord.rl.tiny import build_boxed_tiny_model
-
+def test_evaluate_a_model_directory_with_mean_at_k(tmp_path, monkeypatch, boxed_model_dir):
     torch.set_num_threads(1)
     monkeypatch.setenv("CONCORD_RESULTS_DIR", str(tmp_path))
-    model = build_boxed_tiny_model(tmp_path / "model", steps=60)
+    model = boxed_model_dir  # conftest's session-wide boxed tiny model (read-only)
     write_questions(tmp_path / "questions.jsonl", QUESTIONS)
     out = tmp_path / "eval" / "tiny" / "synthetic" / "base" / "seed0.json"
     ev = {"k": 4, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 12}

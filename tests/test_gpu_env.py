@@ -1,10 +1,13 @@
-"""The GPU env's numerics stack against the CPU lock, and the library's unit tests under the GPU
-env's transformers.
+"""The GPU env's numerics stack against the CPU lock, and the tests that run transformers code
+under the GPU env's transformers.
 
 envs/gpu.yaml and requirements/cpu.lock pin the same torch and trl. transformers cannot match:
 vLLM 0.31 caps it below 5.18 while the CPU lock carries a newer one, so the second test installs
 the GPU env's transformers (and the huggingface_hub it needs) into a directory placed first on
-``PYTHONPATH`` and runs the unit tests that exercise transformers under it.
+``PYTHONPATH`` and runs again the tests marked ``transformers``: those whose code path runs
+transformers (the HF engine, tokenizers and chat templates, TRL's ``GRPOConfig`` and trainer,
+the learning-rate schedule). Everything else is the same code on the same torch and trl in both
+envs, so its result cannot depend on which transformers is installed.
 """
 
 from __future__ import annotations
@@ -15,30 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from packaging.requirements import Requirement
+
+from support.pins import cpu_pins, gpu_pins
 
 REPO = Path(__file__).resolve().parents[1]
 #: Packages installed over the CPU environment to reproduce the GPU env's transformers.
 OVERLAY = ("transformers", "huggingface_hub", "httpx", "httpcore", "h11")
-#: Unit tests that run transformers code paths (engines, GRPO trainer, training runs, configs).
-TESTS = ("tests/test_engines.py", "tests/test_rl.py", "tests/test_rl_run.py", "tests/test_rl_train.py",
-         "tests/test_paper_configs.py")
-
-
-def gpu_pins() -> dict[str, str]:
-    env = yaml.safe_load((REPO / "envs" / "gpu.yaml").read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    return {Requirement(r).name.lower().replace("-", "_"): str(Requirement(r).specifier)[2:] for r in pip}
-
-
-def cpu_pins() -> dict[str, str]:
-    pins = {}
-    for line in (REPO / "requirements" / "cpu.lock").read_text().splitlines():
-        if "==" in line and not line.startswith("#"):
-            name, version = line.split("==", 1)
-            pins[name.strip().lower().replace("-", "_")] = version.split(";")[0].strip()
-    return pins
+#: The modules holding tests marked ``transformers`` (engines, training settings, GRPO training runs).
+TESTS = ("tests/test_engines.py", "tests/test_rl_run.py", "tests/test_rl_train.py", "tests/test_paper_configs.py")
 
 
 def test_gpu_env_and_cpu_lock_share_torch_and_trl():
@@ -64,7 +51,8 @@ def test_unit_tests_pass_under_the_gpu_envs_transformers(tmp_path_factory):
                            env=env, capture_output=True, text=True, timeout=120)
     assert probe.stdout.strip() == pins["transformers"], probe.stderr[-2000:]
     # (The kill-and-resume test retrains from scratch: left to the main run.)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", "not killed", *TESTS],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "transformers",
+                          "-k", "not killed", *TESTS],
                          cwd=REPO,
                          env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

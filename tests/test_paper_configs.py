@@ -97,6 +97,7 @@ def test_ttrl_setup_resolves_into_trl_field_by_field(benchmark):
     assert settings["save_steps"] % 8 == 0 and settings["logging_steps"] == 8
 
 
+@pytest.mark.transformers
 def test_trl_accepts_the_resolved_settings():
     """Every resolved key is a GRPOConfig field; the GPU-only ones swapped for a CPU machine."""
     from trl import GRPOConfig

@@ -3,17 +3,15 @@ named before any job runs (real `snakemake -n` on the repository's Snakefile).""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from concord import preflight
-
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
+from support.snakemake import snakemake
 
 
 def _default_config() -> dict:
@@ -21,12 +19,7 @@ def _default_config() -> dict:
 
 
 def _dry_run(tmp_path: Path, config: dict) -> subprocess.CompletedProcess:
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-         "--configfile", str(cfg), "-n"], capture_output=True, text=True, timeout=300, env=env)
+    return snakemake(tmp_path, "-n", config=config, timeout=300)
 
 
 def _schema_error(config: dict) -> str:

@@ -1,66 +1,29 @@
-"""The whole workflow, once, at toy scale (a tiny random model, a few questions, one training step):
-the HTML report covers the three papers with captions and tables in the page, and the results
-tree it leaves verifies clean -- then a changed byte is caught by name."""
+"""The whole workflow, once, at toy scale (a tiny random model, a few questions, one training step;
+the session's ``toy_tree``): the HTML report covers the three papers with captions and tables in
+the page, and the results tree it leaves verifies clean -- then a changed byte (in a copy of the
+tree) is caught by name."""
 
 from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
+from support.snakemake import job_env
+from support.toy import toy_config
+
 pytestmark = pytest.mark.slow
 
 
-def toy_config() -> dict:
-    """The embedded default, shrunk: every rule of every paper runs, on a tiny random model."""
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    config["models"] = {"tiny": {"source": "tiny-random", "family": "Tiny", "prompt_style": "instruct"}}
-    config["benchmarks"]["synthetic"]["n_questions"] = 4
-    config["rollouts"].update(n=4, max_new_tokens=8)
-    config["analysis"].update(n_values=[2, 4], n_subsamples=2)
-    config["training"].update(max_completion_length=8, val_max_new_tokens=8, val_questions=1)
-    config["evaluation"].update(k=1, max_new_tokens=8, max_questions=2)
-    config["report"] = {"tables": {"table1": ["tiny"]}, "labels": {"tiny": "Tiny"}}
-    fmv = config["fmv"]
-    fmv["benchmarks"]["humaneval"] = {"source": "humaneval", "n_questions": 2, "max_inputs": 2}
-    fmv["sampling"].update(n=2, max_new_tokens=16)
-    fmv["analysis"].update(n_values=[1, 2], n_subsamples=2, n_resamples=100)
-    fmv["ttrl"].update(enabled=True, table1_n_vote={"fmv": 2, "fmv_pointwise": 2}, table2_n_vote=[2])
-    # One prompt per step: the 2-problem toy's train half holds one question (one epoch, a fixed budget).
-    fmv["ttrl"]["training"].update(max_completion_length=8, prompts_per_step=1)
-    scmoa = config["scmoa"]
-    scmoa["sampling"] = {**scmoa.get("sampling", {}), "max_tokens": 8}
-    scmoa["n_resamples"] = 100
-    return config
-
-
-def _run(workdir: Path, *args: str, module: str = "snakemake") -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    if module == "snakemake":
-        args = ("--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                "--configfile", str(workdir / "config.yaml"), *args)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=workdir, env=env, capture_output=True,
+def _concord(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "concord", *args], cwd=workdir, env=job_env(), capture_output=True,
                           text=True, timeout=2400)
-
-
-@pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("toy")
-    (workdir / "config.yaml").write_text(yaml.safe_dump(toy_config(), sort_keys=False))
-    proc = _run(workdir, "--cores", "2")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    proc = _run(workdir, "--report", "results/report.html")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return workdir
 
 
 def _results(report: str) -> dict:
@@ -70,8 +33,8 @@ def _results(report: str) -> dict:
     return json.loads(match.group(1))
 
 
-def test_report_covers_all_three_papers_with_captions_and_tables_in_the_page(toy_run):
-    page = (toy_run / "results/report.html").read_text(encoding="utf-8")
+def test_report_covers_all_three_papers_with_captions_and_tables_in_the_page(toy_tree):
+    page = (toy_tree / "results/report.html").read_text(encoding="utf-8")
     results = _results(page)
     categories = json.loads(re.search(r"var categories = (\{.*?\});\n", page, re.S).group(1))
     assert {"CoRE paper", "FMV paper", "SC-MoA paper"} <= set(categories)
@@ -100,24 +63,21 @@ def test_report_covers_all_three_papers_with_captions_and_tables_in_the_page(toy
     assert "{{" not in page  # every Jinja placeholder was filled
 
 
-def test_toy_run_verifies_clean_and_a_changed_byte_is_named(toy_run):
-    proc = _run(toy_run, "audit", "verify", "results", "--json", "--snakefile", str(REPO / "Snakefile"),
-                "--configfile", "config.yaml", module="concord")
+def test_toy_run_verifies_clean_and_a_changed_byte_is_named(toy_tree, toy_tree_copy):
+    proc = _concord(toy_tree, "audit", "verify", "results", "--json", "--snakefile", str(REPO / "Snakefile"),
+                    "--configfile", "config.yaml")
     found = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert found["modified"] == found["missing"] == [] and found["stale"] == {} and found["planned"]
     assert found["untracked"] == [], found["untracked"]  # every output of every rule is registered
-    manifest = json.loads((toy_run / "results/manifest.json").read_text())["artifacts"]
+    manifest = json.loads((toy_tree / "results/manifest.json").read_text())["artifacts"]
     assert all(e["rule"] and e["params"] is not None for e in manifest.values())
     assert any(p.startswith("scmoa/") for p in manifest) and any(p.startswith("fmv/") for p in manifest)
     assert {p for p, e in manifest.items() if e["intermediate"]} == {
         p for p in manifest if p.endswith("/model") and "train/" in p}
 
-    table = toy_run / "results/tables/table1.csv"
+    table = toy_tree_copy / "results/tables/table1.csv"
     original = table.read_bytes()
     table.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
-    try:
-        proc = _run(toy_run, "audit", "verify", "results", "--no-plan", module="concord")
-        assert proc.returncode == 4 and "MODIFIED  tables/table1.csv" in proc.stdout, proc.stdout[-3000:]
-    finally:
-        table.write_bytes(original)
+    proc = _concord(toy_tree_copy, "audit", "verify", "results", "--no-plan")
+    assert proc.returncode == 4 and "MODIFIED  tables/table1.csv" in proc.stdout, proc.stdout[-3000:]

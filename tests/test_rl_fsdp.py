@@ -14,39 +14,28 @@ timeout turns a hang into a failure too.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from concord.data import write_questions
 from concord.io import read_jsonl
-from concord.rl.tiny import build_boxed_tiny_model
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
-from fsdp import assert_sharded_and_in_step, fsdp_launch  # noqa: E402
+from support.data import CONSENSUS, QUESTIONS, TRAINING
+from support.fsdp import assert_sharded_and_in_step, fsdp_launch
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-CONSENSUS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
-QUESTIONS = [
-    {"id": f"q{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1), "level": 1, "subject": "arith",
-     "source": "test"}
-    for i in range(6)
-]
 TRAINING = {
-    "n_vote": 4, "n_train": 2, "prompts_per_step": 2, "learning_rate": 5e-3, "max_steps": 2,
-    "max_completion_length": 12, "gradient_checkpointing": False, "gpus": 0, "eval_every": 1, "eval_at_start": True,
-    "val_questions": 3, "val_k": 2, "val_max_new_tokens": 12, "val_batch_size": 1, "save_every": 1,
-    "warmup_ratio": 0.0, "lr_scheduler": "constant", "updates_per_generation": 2,
+    **TRAINING, "max_steps": 2, "eval_at_start": True, "val_questions": 3, "val_batch_size": 1,
+    "updates_per_generation": 2,
 }
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny(tmp_path_factory, boxed_model_dir):
     root = tmp_path_factory.mktemp("fsdp")
-    model = build_boxed_tiny_model(root / "model")
+    model = boxed_model_dir  # conftest's session-wide boxed tiny model (read-only)
     write_questions(root / "questions.jsonl", QUESTIONS)
     return root, model
 

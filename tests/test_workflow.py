@@ -1,5 +1,6 @@
 """The real Snakemake DAG on a tiny config: a tiny model built by the workflow, a few questions,
-every stage run for real in a temporary directory; an interrupted run resumes."""
+every stage run for real (the CoRE stages read the session's toy run of the whole workflow);
+an interrupted run resumes; a rerun from scratch is byte-identical."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from support.snakemake import snakemake as run_snakemake
 
 
 def tiny_config(results: str = "results", n_questions: int = 4) -> dict:
@@ -32,37 +32,25 @@ def tiny_config(results: str = "results", n_questions: int = 4) -> dict:
 
 
 def snakemake(workdir: Path, config: dict, *targets: str, background: bool = False, extra=()):
-    cfg = workdir / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(cfg), "--cores", "2", "--rerun-incomplete", *extra, *targets]
-    if background:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
-    return proc
+    """The repository's workflow on ``config`` in ``workdir`` (2 cores); asserts success."""
+    return run_snakemake(workdir, "--cores", "2", "--rerun-incomplete", *extra, *targets, config=config,
+                         background=background, check=not background)
 
 
 def test_bad_config_is_rejected_with_the_key_named(tmp_path):
     config = tiny_config()
     config["rollouts"]["n"] = 0
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-         "--configfile", str(cfg), "-n"], capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(tmp_path, "-n", config=config, timeout=300)
     assert proc.returncode != 0
     message = proc.stdout + proc.stderr
     assert "Invalid config: rollouts.n = 0" in message and "minimum" in message
     assert len(message.splitlines()) < 15  # the key, the rule, what is allowed -- not the whole schema
 
 
-def test_core_stages_run_for_real(tmp_path):
-    snakemake(tmp_path, tiny_config(), "figure2", "appendix_h")
-    results = tmp_path / "results"
+def test_core_stages_run_for_real(toy_tree):
+    """Roll-outs, analysis, Figure 2 and Appendix H of the session's toy run (4 questions, 4
+    roll-outs, N in {2, 4}: support.toy)."""
+    results = toy_tree / "results"
     frame = pd.read_parquet(results / "rollouts/tiny/synthetic/seed0.parquet")
     assert len(frame) == 4 * 4 and set(frame.rollout_idx) == {0, 1, 2, 3}
     assert (frame.confidence < 0).all()

