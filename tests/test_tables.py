@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -306,9 +307,13 @@ def test_every_delta_carries_its_paired_interval_and_p_value(tmp_path):
     written = tables.make_table(CONTROL_CONFIG, "table3", tmp_path / "r", tmp_path / "out" / "table3")
     table = pd.read_csv(written[0], keep_default_na=False)
     row = table.iloc[0]
-    # The interval is scipy's paired bootstrap of the per-question differences, in points.
+    # The interval resamples questions and seeds of the (questions x seeds) differences, in points;
+    # both seeds here give the same answers, so it is the question bootstrap (scipy's, up to its
+    # resampling noise).
     diffs = [25.0 * (min(4, c + (i % 2)) - c) for i, c in enumerate(BASE)]
-    _, lo, hi = stats.paired_bootstrap(diffs, [0.0] * len(diffs), n_resamples=2000, seed=0)
+    _, lo, hi = stats.bootstrap_questions_and_seeds([np.column_stack([diffs, diffs])], n_resamples=2000, seed=0)
+    _, lo_q, hi_q = stats.paired_bootstrap(diffs, [0.0] * len(diffs), n_resamples=2000, seed=0)
+    assert (lo, hi) == pytest.approx((lo_q, hi_q), abs=2.5)
     row = {k: (float(v) if k.startswith(("delta_", "p_")) else v) for k, v in row.items()}  # the mean row blanks p
     assert (row["delta_core_lo"], row["delta_core_hi"]) == pytest.approx((lo, hi), abs=1e-6)
     assert row["delta_core_lo"] <= row["delta_core"] <= row["delta_core_hi"]
