@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from concord.execution import run_programs, uid_block
+from concord.execution.runner import _UID_SLOTS
 from concord.execution import runner
 from concord.execution import sandbox as sb
 
@@ -190,7 +191,9 @@ def test_hostile_programs_change_nothing_but_their_own_outcome(canary, listener,
 
 
 def _candidate_processes() -> list[int]:
-    """Live (not zombie) processes under this process's candidate uids."""
+    """Live (not zombie) processes under this process's candidate uids (the lower half of the uid
+    block; the upper half is the check servers', which idle pooled workers keep and which never
+    run candidate code)."""
     deadline = time.monotonic() + 10
     while True:
         base, found = uid_block(), []
@@ -202,7 +205,7 @@ def _candidate_processes() -> list[int]:
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except (FileNotFoundError, ProcessLookupError, IndexError):
                 continue
-            if base <= uid < base + 1024 and state not in ("Z", "X"):
+            if base <= uid < base + _UID_SLOTS and state not in ("Z", "X"):
                 found.append(int(entry.name))
         if not found or time.monotonic() > deadline:
             return found
