@@ -25,6 +25,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # scripts/test.sh runs it), not in an env without vLLM.
 collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_cpu"]
 
+#: Session setups that one worker builds for all its tests when pytest-xdist runs the suite on
+#: several workers (scripts/test.sh: ``-n 2 --dist loadgroup``): the toy workflow tree takes
+#: minutes to build, and the local Slurm cluster is one set of daemons per host. Every test that
+#: uses one of them goes to the same worker (an ``xdist_group``); the rest spread over both.
+SHARED_ON_ONE_WORKER = {"toy_tree": "toy-tree", "slurm_cluster": "slurm"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture, group in SHARED_ON_ONE_WORKER.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:

@@ -27,6 +27,7 @@ from concord.config import resolve_section
 from concord.rl.run import build_train_dataset
 from concord.rl.settings import grpo_config
 from support.data import CONSENSUS, QUESTIONS, TRAINING
+from support.fsdp import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.transformers]
 
@@ -250,7 +251,7 @@ def test_zero_update_arm_reproduces_the_base_model_exactly(tiny, tmp_path):
 def test_two_processes_score_groups_that_straddle_them_whole(tiny):
     """3 prompts x 4 roll-outs over 2 processes: question 2's group is split 2 + 2 by TRL."""
     root, model_dir = tiny
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29547"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port())]
     training = {"prompts_per_step": 3, "max_steps": 1, "eval_every": 0, "eval_at_start": False}
     cmd, env, out, _ = _cli(root, model_dir, root / "questions.jsonl", "two_proc", arm="majority",
                             training=training, launcher=launcher)

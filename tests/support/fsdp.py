@@ -19,7 +19,7 @@ SHIM = REPO / "tests" / "support" / "fsdp_on_cpu"
 TIMEOUT_S = 420  # a healthy run takes about a minute on 2 cores; a hang must fail, not stall CI
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -30,7 +30,7 @@ def fsdp_launch(root: Path, command: list[str], mixed_precision: str = "no",
     """Run ``python -m concord <command>`` as 2 FSDP2 processes on CPU; kill the group on timeout.
     ``mixed_precision``: accelerate's setting (the cluster's config says bf16)."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(REPO / "config/accelerate/fsdp.yaml"),
-           "--num_processes", "2", "--mixed_precision", mixed_precision, "--main_process_port", str(_free_port()),
+           "--num_processes", "2", "--mixed_precision", mixed_precision, "--main_process_port", str(free_port()),
            "-m", "concord", *command]
     env = {**os.environ, **(extra_env or {}), "CONCORD_FSDP_ON_CPU": "1", "OMP_NUM_THREADS": "1",
            "CONCORD_RESULTS_DIR": str(root / "results"),
