@@ -32,15 +32,24 @@ from concord.execution.harness.zygote import _zygote
 class _Runner:
     def __init__(self) -> None:
         self.out = os.dup(1)  # events to the trusted parent; children never inherit it (CLOEXEC)
+        self.unsent = bytearray()
         os.set_inheritable(self.out, False)
         self.isolate = False
         self.cpu_usage: str | None = None
         self.sock: socket.socket | None = None
         self.checker: tuple[int, socket.socket, tuple] | None = None  # the check server: pid, jobs socket, limits
 
-    def emit(self, obj: dict) -> None:
-        data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
-        view = memoryview(data)
+    def emit(self, obj: dict, now: bool = True) -> None:
+        """An event to the parent. ``now=False`` keeps it for the next write, which happens before
+        this process next waits: a result and the "done" after it reach the parent in one write,
+        which wakes it once instead of twice."""
+        self.unsent += (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        if now:
+            self.flush()
+
+    def flush(self) -> None:
+        view = memoryview(bytes(self.unsent))
+        self.unsent.clear()
         while view:
             view = view[os.write(self.out, view):]
 
@@ -261,6 +270,8 @@ class _Runner:
             if left <= 0:
                 unit.stop = {"status": "timeout", "error": why}
                 return
+            if self.unsent:
+                self.flush()
             ready, _, _ = select.select(list(fds), [], [], left)
             for fd in ready:
                 chunk = os.read(fd, 1 << 16)
@@ -291,7 +302,7 @@ class _Runner:
             unit.stop = {"status": "timeout", "error": f"exceeded {clock.timeout:g} s"}
         else:
             _, k, header, raw = event
-            self.emit(_result(k, header, raw))
+            self.emit(_result(k, header, raw), now=False)
             unit.k = k + 1
             clock.restart()
 
