@@ -92,8 +92,8 @@ class _Runner:
             os.lseek(memfd, 0, os.SEEK_SET)
             # The check server runs no candidate code: it needs no namespaces of its own (what it
             # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
-            spec = {"pidns": self.isolate and job["role"] != "checker"}
-            socket.send_fds(self.sock, [json.dumps(spec).encode()], [memfd, *fds])
+            pidns = self.isolate and job["role"] != "checker"
+            socket.send_fds(self.sock, [b"pidns" if pidns else b"plain"], [memfd, *fds])
         finally:
             os.close(memfd)
         reply = self.sock.recv(64)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import json
 import os
 import signal
 import socket
@@ -30,7 +29,8 @@ from concord.execution.harness.child import _child_main
 
 def _zygote(sock_fd: int, hello: dict) -> None:
     """Fork children on request. Receives only descriptors (a job memfd and pipes) and whether to
-    give the child a PID namespace; never reads a job. Never returns."""
+    give the child a PID namespace (the message: ``pidns`` or ``plain``); never reads a job.
+    Never returns."""
     for path in hello.get("cgroup_procs") or ():
         with open(path, "w") as f:  # CPU and process accounting: every child starts inside it
             f.write("0")
@@ -57,8 +57,8 @@ def _zygote(sock_fd: int, hello: dict) -> None:
         if not msg:
             os._exit(0)  # the runner is gone
         try:
-            spec = json.loads(msg)
-            child = clone(CLONE_NEWPID if spec.get("pidns") else 0) if clone.ok else _fork_through_middle(spec)
+            pidns = msg == b"pidns"  # the only order there is: a child, with or without a PID namespace
+            child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
         except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
             for fd in fds:
                 os.close(fd)
@@ -72,7 +72,7 @@ def _zygote(sock_fd: int, hello: dict) -> None:
         sock.send(str(max(child, 0)).encode())
 
 
-def _fork_through_middle(spec: dict) -> int:
+def _fork_through_middle(pidns: bool) -> int:
     """Where :class:`_Cloner` cannot clone: fork an intermediate process that forks the child
     and exits, so the child is handed to the runner (a subreaper). Returns 0 in the child, its
     pid (0 when unknown) in the zygote."""
@@ -87,7 +87,7 @@ def _fork_through_middle(spec: dict) -> int:
         child = -1
         try:
             os.close(r)
-            if spec.get("pidns"):
+            if pidns:
                 # The next fork becomes PID 1 of a fresh namespace; this process then exits.
                 _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
             child = os.fork()
@@ -170,14 +170,18 @@ class _Cloner:
             return
         self.syscall.restype = ctypes.c_long
         self.nr, self.tid_before_tls = abi
+        self.args: dict = {}
         self.ok = True
 
     def __call__(self, flags: int) -> int:
-        flags |= CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
-        tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
-        tail = (tid, none) if self.tid_before_tls else (none, tid)
+        args = self.args.get(flags)
+        if args is None:  # built once per flag set: each object made here is a page the child shares
+            tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
+            tail = (tid, none) if self.tid_before_tls else (none, tid)
+            every = CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
+            args = self.args[flags] = (ctypes.c_long(self.nr), ctypes.c_ulong(flags | every), none, none, *tail)
         self.api.PyOS_BeforeFork()
-        pid = self.syscall(ctypes.c_long(self.nr), ctypes.c_ulong(flags), none, none, *tail)
+        pid = self.syscall(*args)
         if pid == 0:
             self.api.PyOS_AfterFork_Child()
             return 0
