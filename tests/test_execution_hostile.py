@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from concord.execution import run_programs, uid_block
-from concord.execution.runner import _UID_SLOTS
+from concord.execution.runner import UID_SLOTS as _UID_SLOTS
 from concord.execution import runner
 from concord.execution import sandbox as sb
 

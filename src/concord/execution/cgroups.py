@@ -11,8 +11,9 @@ as on this project's machines): :class:`V1WorkerCgroup` makes ``concord-<pid>/w<
 process's own group in each hierarchy, with ``memory.limit_in_bytes`` = ``memory.memsw.limit_in_bytes``
 (no swap), ``pids.max``, ``cpu.cfs_quota_us`` of one CPU, and ``cpuacct.usage`` read for the
 candidate's CPU time. The sandbox's zygote joins the pids, cpu and cpuacct groups once (every
-child it forks starts inside); each child joins the memory group itself, so the zygote and the
-runner are never charged with, or killed for, a candidate's memory.
+child it forks starts inside). The memory group: the zygote joins it once where the
+out-of-memory killer can never pick it (``oom_score_adj`` -1000, as root), else each child joins
+it itself; the runner is never charged with, or killed for, a candidate's memory.
 
 Each worker gets a cgroup ``concord-<pid>/w<n>`` under this process's own cgroup, split into
 ``runner`` (bubblewrap, the trusted runner and the zygote; unlimited) and ``candidate``, which

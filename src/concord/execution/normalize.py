@@ -15,13 +15,13 @@ import re
 import time
 
 from concord.execution import literals
-from concord.execution.harness import _encoder
+from concord.execution.harness.values import encoder
 from concord.execution.outcome import REPR_PREFIX, STATUSES, Outcome
 
 __all__ = ["normalize_stdout", "normalize_value", "parse_value", "canonical_value", "to_outcome", "parse_call_input"]
 
 # Trusted callers' own values only; never lifts the process-wide int/str digit limit (threads).
-_render = _encoder(1 << 62, toggle_digits=False)
+_render = encoder(1 << 62, toggle_digits=False)
 
 
 def normalize_stdout(text: str) -> str:

@@ -24,7 +24,6 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Sequence
 
 from concord.execution import cgroups, seccomp
@@ -43,9 +42,9 @@ from concord.execution.sandbox import (
     requested_backend,
 )
 
-__all__ = ["run_programs", "run_checks", "uid_block", "probe", "resolve_backend"]
+__all__ = ["run_programs", "run_checks", "uid_block", "UID_SLOTS", "probe", "resolve_backend"]
 
-_HARNESS_SOURCE = Path(_harness.__file__).read_text(encoding="utf-8")
+_HARNESS_SOURCE = _harness.source()  # the parts of the sandbox's inside, joined
 _TID_OFFSET = _harness.tid_offset()  # read here, where thread ids are unambiguous (see harness._Cloner)
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
 _STDERR_CAP = 64 * 1024
@@ -77,15 +76,17 @@ def uid_block() -> int:
     return 100_000 + (os.getpid() % 1_000_000) * 1024
 
 
-_UID_SLOTS = 512  # slot s: candidate uid block + s, check-process uid block + 512 + s
+# Workers per process, each with two uids of the block: slot s runs candidates as uid_block() + s
+# and its check server as uid_block() + UID_SLOTS + s (a process of a candidate uid is a candidate's).
+UID_SLOTS = 512
 _slot_lock = threading.Lock()
-_free_slots = list(range(1, _UID_SLOTS))
+_free_slots = list(range(1, UID_SLOTS))
 
 
 def _take_slot() -> int:
     with _slot_lock:
         if not _free_slots:
-            raise RuntimeError(f"more than {_UID_SLOTS - 1} sandbox workers in one process")
+            raise RuntimeError(f"more than {UID_SLOTS - 1} sandbox workers in one process")
         return _free_slots.pop(0)
 
 
@@ -266,7 +267,7 @@ class _Worker:
             "fn_name": fn_name, "timeout_s": limits.timeout_s, "max_output_bytes": limits.max_output_bytes,
             "memory_mb": limits.memory_mb, "max_procs": limits.max_procs, "tmp_bytes": limits.tmp_mb * 1024 * 1024,
             "uid": uid_block() + self.slot if self.backend.privileged else None,
-            "check_uid": uid_block() + _UID_SLOTS + self.slot if self.backend.privileged else None,
+            "check_uid": uid_block() + UID_SLOTS + self.slot if self.backend.privileged else None,
             # RLIMIT_NPROC counts the candidate uid's processes exactly (the cgroup's pids.max also
             # counts the zygote); without root the uid is shared.
             "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,

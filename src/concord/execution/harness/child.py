@@ -1,0 +1,186 @@
+"""A child: reads its own job, isolates and limits itself, then runs its role (candidate code).
+
+Between clone and the first candidate instruction a child that runs candidate code gets its own
+mount and IPC namespaces (a size-capped ``/tmp`` and ``/dev/shm``, its own ``/proc``, bounded
+System V IPC), its memory group, a session of its own, rlimits, an unprivileged uid (or no
+capabilities), ``no_new_privs`` and the seccomp filter; see :mod:`concord.execution.harness`.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import random
+import resource
+
+from concord.execution.harness.base import (
+    _LIBC,
+    CLONE_NEWIPC,
+    CLONE_NEWNS,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    PR_CAPBSET_DROP,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_SECCOMP,
+    SECCOMP_MODE_FILTER,
+    SETUP_FAILED,
+    _check,
+)
+from concord.execution.harness.checks import _serve_checks
+from concord.execution.harness.modes import _Reporter, _run_call, _run_stdin
+from concord.execution.harness.solution import _run_solution
+
+
+def _child_main(fds: list[int], hello: dict) -> None:
+    """Read this child's own job, isolate and limit this process, then run its role. Never returns."""
+    try:
+        job_fd, *pipes = fds
+        with os.fdopen(job_fd, "rb") as f:
+            job = json.loads(f.read().decode("utf-8", "surrogatepass"))
+        role = job["role"]
+        isolate = bool(hello.get("isolate"))
+        for path in hello.get("child_cgroup_procs") or ():
+            # Where the zygote could not join the memory group (it could be killed there): the
+            # group then holds candidates' processes only, so when a candidate fills it (heap,
+            # tmpfs, pipe buffers) the out-of-memory killer can only choose among them.
+            with open(path, "w") as f:
+                f.write("0")
+        if isolate and role != "checker":
+            _isolate(job)
+        # A session and process group of its own: kill(0, ...) or killpg from candidate code
+        # reaches its own processes only, never the runner (which, without root, has its uid).
+        os.setsid()
+        _limits(job)
+        try:
+            # First in line for any out-of-memory kill, wherever one happens (raising the score
+            # needs no privilege, unlike lowering the runner's); the check server, which shares
+            # the candidate's memory group, after the candidate.
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("500" if role == "checker" else "1000")
+        except OSError:
+            pass
+        uid = job.get("uid")
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)  # from root this clears every capability
+            if os.getuid() != uid or os.geteuid() != uid:
+                raise RuntimeError("could not drop privileges")
+        elif isolate:
+            _drop_capabilities()
+        os.chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
+        _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        if isolate and hello.get("seccomp"):
+            _seccomp(bytes.fromhex(hello["seccomp"]))
+        # fds: stdout/stderr (+ the check's request/reply pipes, or the solution's request pipe as stdin)
+        if role == "solution":
+            out, errfd, stdin = pipes
+            _place({0: stdin, 1: out, 2: errfd})
+        elif role == "checker":
+            (jobs,) = pipes
+            null = os.open(os.devnull, os.O_RDWR)
+            _place({0: null, 1: null, 2: null, 3: jobs})
+        else:
+            out, errfd = pipes
+            _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})
+        del hello, fds, pipes
+        random.seed(0)  # a program drawing random numbers gives the same outputs on every run
+        run = {"stdin": _run_stdin, "call": _run_call, "solution": _run_solution, "checker": _serve_checks}[role]
+        report = _Reporter(job["token"])
+    except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
+        try:
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        finally:
+            os._exit(SETUP_FAILED)
+    # From here on candidate code may run: whatever happens is the candidate's outcome.
+    if role not in ("solution", "checker"):
+        report({"setup": True})
+    try:
+        run(job, report)
+    finally:
+        os._exit(1)
+
+
+def _place(targets: dict[int, int]) -> None:
+    """Put each source descriptor at its target number and close every other descriptor."""
+    high = {t: fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for t, fd in targets.items()}
+    for t, fd in high.items():
+        os.dup2(fd, t)
+    os.closerange(max(targets) + 1, 1 << 16)
+
+
+def _isolate(job: dict) -> None:
+    _check(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
+    _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    size = int(job["tmp_bytes"])
+    for where in (b"/tmp", b"/dev/shm"):
+        opts = f"size={size},mode=1777".encode()
+        _check(_LIBC.mount(b"tmpfs", where, b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount {where.decode()}")
+    _check(_LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+    # System V IPC of this namespace only: bounded like /tmp (segments), and tiny queues.
+    # Required where no memory cgroup counts SysV segments; elsewhere a kernel without one of
+    # these files keeps its (cgroup-charged) default.
+    pages = max(size // 4096, 1)
+    for name, value in (("shmmax", size), ("shmall", pages), ("shmmni", 16), ("msgmni", 4),
+                        ("msgmnb", 16384), ("msgmax", 8192), ("sem", "32 1024 32 16")):
+        try:
+            with open(f"/proc/sys/kernel/{name}", "w") as f:
+                f.write(str(value))
+        except OSError:
+            if job.get("rlimit_memory") and name in ("shmmax", "shmall", "shmmni"):
+                raise
+
+
+def _seccomp(program: bytes) -> None:
+    """Install the parent's BPF filter (an array of ``struct sock_filter``, 8 bytes each)."""
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    prog = Prog(len(program) // 8, program)
+    _check(_LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
+
+
+def _limits(job: dict) -> None:
+    def cap(which, soft, hard=None):
+        soft = int(soft)
+        hard = soft if hard is None else int(hard)
+        _, old_hard = resource.getrlimit(which)
+        if old_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old_hard), min(hard, old_hard)
+        resource.setrlimit(which, (soft, hard))
+
+    calls = int(job.get("calls") or 1)
+    cpu = int(float(job["timeout_s"]) * (calls + 1)) + 1
+    cap(resource.RLIMIT_CORE, 0)
+    if job.get("role") != "checker":  # the check server lives across checks; the runner's clock times each
+        cap(resource.RLIMIT_CPU, cpu, cpu + 1)
+    cap(resource.RLIMIT_FSIZE, job["tmp_bytes"])
+    cap(resource.RLIMIT_NOFILE, 1024)
+    cap(resource.RLIMIT_MSGQUEUE, 64 * 1024)
+    if job.get("rlimit_memory"):
+        cap(resource.RLIMIT_AS, int(job["memory_mb"]) * 1024 * 1024)
+    if job.get("rlimit_procs"):
+        cap(resource.RLIMIT_NPROC, job["max_procs"])
+
+
+def _drop_capabilities() -> None:
+    """Without a uid to drop to (no root), shed the user namespace's capabilities instead."""
+    for cap in range(64):
+        _LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    _check(_LIBC.capset(ctypes.byref(header), ctypes.byref(data)), "capset")

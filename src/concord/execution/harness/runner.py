@@ -1,0 +1,378 @@
+"""The runner: the trusted process of a worker's sandbox, reading requests and reporting results.
+
+Started once per worker by the trusted parent (:mod:`concord.execution.runner`), it reads one
+request per line on stdin and writes one JSON event per line on stdout. It never runs candidate
+code. It is not dumpable and it is a child subreaper (orphans come to it, it reaps them); it
+enforces every limit on what it reads (time by :class:`_Clock`, output by
+:class:`FrameReader`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import tempfile
+
+from concord.execution.harness.base import (
+    _LIBC,
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_DUMPABLE,
+    STDERR_KEEP,
+    STDERR_READ,
+)
+from concord.execution.harness.clock import _Clock
+from concord.execution.harness.frames import FrameReader, _result
+from concord.execution.harness.zygote import _zygote
+
+
+class _Runner:
+    def __init__(self) -> None:
+        self.out = os.dup(1)  # events to the trusted parent; children never inherit it (CLOEXEC)
+        self.unsent = bytearray()
+        os.set_inheritable(self.out, False)
+        self.isolate = False
+        self.cpu_usage: str | None = None
+        self.sock: socket.socket | None = None
+        self.checker: tuple[int, socket.socket, tuple] | None = None  # the check server: pid, jobs socket, limits
+
+    def emit(self, obj: dict, now: bool = True) -> None:
+        """An event to the parent. ``now=False`` keeps it for the next write, which happens before
+        this process next waits: a result and the "done" after it reach the parent in one write,
+        which wakes it once instead of twice."""
+        self.unsent += (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        if now:
+            self.flush()
+
+    def flush(self) -> None:
+        view = memoryview(bytes(self.unsent))
+        self.unsent.clear()
+        while view:
+            view = view[os.write(self.out, view):]
+
+    def setup(self, hello: dict) -> None:
+        _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        try:  # an out-of-memory kill should pick a candidate, never the runner or the zygote
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("-1000")
+        except OSError:
+            pass
+        self.isolate = bool(hello.get("isolate"))
+        self.cpu_usage = hello.get("cpu_usage")
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # the zygote: nothing of any job exists yet in this memory
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                os.dup2(theirs.fileno(), 3)
+                os.closerange(4, 1 << 16)
+                _zygote(3, hello)
+            finally:
+                os._exit(1)
+        theirs.close()
+        # Not before the zygote joined its cgroup and is ready: its first reply says so.
+        if self.sock.recv(64) != b"ready":
+            raise OSError("the zygote failed to start")
+
+    def spawn(self, job: dict, fds: list[int]) -> int:
+        """A fresh child from the zygote, reading ``job`` from a private memfd; returns its pid
+        (our child: cloned with CLONE_PARENT, or handed to us when the zygote's intermediate
+        process exits)."""
+        memfd = os.memfd_create("job", 0)
+        try:
+            data = memoryview(json.dumps(job).encode("utf-8", "surrogatepass"))
+            while data:
+                data = data[os.write(memfd, data):]
+            os.lseek(memfd, 0, os.SEEK_SET)
+            # The check server runs no candidate code: it needs no namespaces of its own (what it
+            # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
+            pidns = self.isolate and job["role"] != "checker"
+            socket.send_fds(self.sock, [b"pidns" if pidns else b"plain"], [memfd, *fds])
+        finally:
+            os.close(memfd)
+        reply = self.sock.recv(64)
+        try:
+            pid = int(reply)
+        except ValueError:
+            pid = 0
+        if pid <= 0:
+            raise RuntimeError(f"the zygote could not start a child ({reply[:60]!r})")
+        return pid
+
+    def check_server(self, job: dict) -> tuple[int, socket.socket]:
+        """The worker's check server (see :func:`_serve_checks`), started when there is none, it
+        has ended, or the limits it was started under differ from this job's."""
+        key = tuple(job.get(name) for name in ("check_uid", "memory_mb", "tmp_bytes", "max_procs",
+                                                "rlimit_memory", "rlimit_procs", "max_output_bytes"))
+        if self.checker is not None:
+            pid, sock, old = self.checker
+            try:
+                alive = os.waitpid(pid, os.WNOHANG)[0] == 0
+            except ChildProcessError:
+                alive = False
+            if alive and old == key:
+                return pid, sock
+            self.drop_checker()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = self.spawn(self._child_job(job, "checker", "", uid=job.get("check_uid"), cwd=None),
+                             [theirs.fileno()])
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            theirs.close()
+        self.checker = (pid, mine, key)
+        return pid, mine
+
+    def drop_checker(self) -> int:
+        """Kill and reap the check server; its wait status (0 when there was none)."""
+        if self.checker is None:
+            return 0
+        pid, sock, _ = self.checker
+        self.checker = None
+        sock.close()
+        _kill(pid, group=True)
+        return _reap([pid])
+
+    def send_check(self, sock: socket.socket, one: dict, fds: list[int]) -> None:
+        memfd = os.memfd_create("check", 0)
+        try:
+            data = memoryview(json.dumps(one).encode("utf-8", "surrogatepass"))
+            while data:
+                data = data[os.write(memfd, data):]
+            os.lseek(memfd, 0, os.SEEK_SET)
+            socket.send_fds(sock, [b"check"], [memfd, *fds])
+        finally:
+            os.close(memfd)
+
+    def run(self, job: dict) -> None:
+        n = len(job["inputs"])
+        k = int(job.get("start", 0))
+        while k < n:
+            k = self._attempt(job, k)
+        self.emit({"event": "done", "id": job["id"]})
+
+    def _child_job(self, job: dict, role: str, token: str, **extra) -> dict:
+        keys = ("timeout_s", "max_output_bytes", "memory_mb", "max_procs", "tmp_bytes", "rlimit_memory",
+                "rlimit_procs", "calls")
+        return {"role": role, "token": token, **{key: job.get(key) for key in keys}, **extra}
+
+    def _attempt(self, job: dict, start: int) -> int:
+        """One unit of work from input ``start``; returns the first input not yet reported."""
+        token = os.urandom(16).hex()
+        workdir = self._workdir(job)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            pids, checker = self._launch(job, start, token, workdir, out_w, err_w)
+        except BaseException:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        last = len(job["inputs"]) if job["mode"] == "call" else start + 1
+        unit = _Unit(start)
+        reader = FrameReader(token, start, last, int(job["max_output_bytes"]))
+        clock = _Clock(self.cpu_usage, pids + ([checker] if checker else []), float(job["timeout_s"]))
+        try:
+            self._read(unit, job["mode"], start, reader, clock, {out_r: "out", err_r: "err"})
+        finally:
+            for pid in pids:
+                _kill(pid, group=not self.isolate)
+            status = _reap(pids)
+            if checker is not None and unit.k < last:  # the check did not finish: neither does its server
+                status = self.drop_checker()
+            os.close(out_r)
+            os.close(err_r)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+        if unit.k >= last:
+            return unit.k
+        stop = unit.stop
+        if stop is None:
+            if not unit.setup:  # no candidate code ran: the failure is ours (the token proves it)
+                raise RuntimeError(bytes(unit.err).decode("utf-8", "replace").strip() or "sandbox setup failed")
+            stop = {"status": "error", "error": _death(status, unit.err)}
+        self.emit({"k": unit.k, "output": None, **stop})
+        return unit.k + 1
+
+    def _workdir(self, job: dict) -> str | None:
+        """Without a private /tmp: a fresh working directory per child instead."""
+        if self.isolate:
+            return None
+        workdir = tempfile.mkdtemp(prefix="concord-run-")
+        if job.get("uid") is not None:
+            os.chmod(workdir, 0o777)
+        return workdir
+
+    def _launch(self, job: dict, start: int, token: str, workdir: str | None, out_w: int,
+                err_w: int) -> tuple[list[int], int | None]:
+        """Start a unit of work's processes: (its child's pid, the check server's pid or None)."""
+        mode, uid = job["mode"], job.get("uid")
+        if mode == "humaneval":
+            return self._launch_check(job, start, token, workdir, out_w, err_w)
+        if mode == "call":
+            child = self._child_job(job, "call", token, program=job["program"], fn_name=job["fn_name"],
+                                    inputs=job["inputs"][start:], k=start, calls=len(job["inputs"]) - start,
+                                    uid=uid, cwd=workdir)
+        else:
+            child = self._child_job(job, "stdin", token, program=job["program"], input=job["inputs"][start],
+                                    k=start, uid=uid, cwd=workdir)
+        return [self.spawn(child, [out_w, err_w])], None
+
+    def _launch_check(self, job: dict, start: int, token: str, workdir: str | None, out_w: int,
+                      err_w: int) -> tuple[list[int], int | None]:
+        """A HumanEval check: the check to the worker's check server, the solution to a fresh child,
+        the two joined by a request and a reply pipe."""
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        one = {"check": job["inputs"][start], "k": start, "token": token, "max_output_bytes": job["max_output_bytes"]}
+        checker = None
+        try:
+            for attempt in (0, 1):  # a server that ended since its last check: start another
+                checker, sock = self.check_server(job)
+                try:
+                    self.send_check(sock, one, [out_w, err_w, req_w, rep_r])
+                    break
+                except OSError:
+                    self.drop_checker()
+                    checker = None
+                    if attempt:
+                        raise
+            # The solution never learns the token: its fd 1 leads to the check only anyway.
+            child = self._child_job(job, "solution", "", program=job["program"], uid=job.get("uid"), cwd=workdir)
+            return [self.spawn(child, [rep_w, err_w, req_r])], checker
+        except BaseException:
+            if checker is not None:
+                self.drop_checker()
+            raise
+        finally:
+            for fd in (req_r, req_w, rep_r, rep_w):
+                os.close(fd)
+
+    def _read(self, unit: _Unit, mode: str, start: int, reader: FrameReader, clock: _Clock,
+              fds: dict[int, str]) -> None:
+        """Read the unit's stdout and stderr until every input is reported, the clock runs out,
+        or the reader says stop; results go to the parent as they come."""
+        while fds and unit.k < reader.last:
+            left, why = clock.left()
+            if left <= 0:
+                unit.stop = {"status": "timeout", "error": why}
+                return
+            if self.unsent:
+                self.flush()
+            ready, _, _ = select.select(list(fds), [], [], left)
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    del fds[fd]
+                elif fds[fd] == "err":
+                    if unit.keep_err(chunk):  # stop spending time on it; the child gets EPIPE
+                        del fds[fd]
+                else:
+                    for event in reader.feed(chunk):
+                        self._on(event, unit, mode, start, clock)
+                        if unit.stop is not None:
+                            return
+
+    def _on(self, event: tuple, unit: _Unit, mode: str, start: int, clock: _Clock) -> None:
+        kind = event[0]
+        if kind == "setup":
+            if not unit.setup:  # the candidate's clock starts once its isolation is set up
+                unit.setup = True
+                clock.restart()
+        elif kind == "defined":
+            if mode == "call" and not unit.defined and event[1] == start:  # once: the definition's own timer
+                unit.defined = True
+                clock.restart()
+        elif kind == "stop":
+            unit.stop = event[1]
+        elif not clock.in_time():  # arrived after the limit (e.g. this process was stopped)
+            unit.stop = {"status": "timeout", "error": f"exceeded {clock.timeout:g} s"}
+        else:
+            _, k, header, raw = event
+            self.emit(_result(k, header, raw), now=False)
+            unit.k = k + 1
+            clock.restart()
+
+
+class _Unit:
+    """What the runner knows of one unit of work while it runs: the next input to report, why it
+    stopped early (if it did), whether the child got as far as candidate code, its stderr."""
+
+    def __init__(self, start: int) -> None:
+        self.k = start
+        self.stop: dict | None = None
+        self.setup = self.defined = False
+        self.err = bytearray()
+        self.err_seen = 0
+
+    def keep_err(self, chunk: bytes) -> bool:
+        """Keep the start of stderr for messages; True once enough was read to stop reading."""
+        self.err_seen += len(chunk)
+        if len(self.err) < STDERR_KEEP:
+            self.err += chunk[: STDERR_KEEP - len(self.err)]
+        return self.err_seen > STDERR_READ
+
+
+def _kill(pid: int, group: bool) -> None:
+    # Every child leads a session and process group of its own (pgid = pid): kill that group,
+    # then the child itself (in case it had not got as far as setsid). PID 1 of a namespace takes
+    # everything else in it along; without namespaces the group is what the child started.
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap(pids: list[int]) -> int:
+    """Wait for ``pids`` (the first one's status is returned), then collect any other exited
+    descendant handed to us (we are a subreaper; with namespaces, everything a child started died
+    with it before its own exit completed)."""
+    first = 0
+    for i, pid in enumerate(pids):
+        while True:
+            try:
+                status = os.waitpid(pid, 0)[1]
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                status = 0
+                break
+        if i == 0:
+            first = status
+    while True:
+        try:
+            got, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return first
+        except InterruptedError:
+            continue
+        if got == 0:
+            return first
+
+
+def _death(status: int, err: bytes) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        what = {"SIGKILL": "killed (memory, process or CPU limit)", "SIGXCPU": "CPU time limit",
+                "SIGSEGV": "segmentation fault", "SIGXFSZ": "file size limit",
+                "SIGSYS": "a forbidden system call"}.get(name, name)
+        return f"died: {what}"
+    text = bytes(err).decode("utf-8", "replace").strip().splitlines()
+    tail = text[-1][:300] if text else ""
+    return f"exited with status {os.WEXITSTATUS(status)} before reporting" + (f": {tail}" if tail else "")

