@@ -91,12 +91,13 @@ def cmd_validation(args) -> None:
 
 def cmd_train(args) -> int:
     from concord.papers.fmv.ttrl import train_code
+    from concord.rl.config import TrainingRun
     from concord.rl.run import cpu_threads
 
     cpu_threads(args.threads)
-    train_code(model_dir=args.model_dir, questions_path=args.data, out_dir=args.out,
-               checkpoint_dir=args.checkpoint_dir, arm=args.arm, seed=args.seed, training=args.training,
-               execution=args.exec, evaluation=args.evaluation)
+    train_code(TrainingRun(model_dir=args.model_dir, questions_path=args.data, out_dir=args.out,
+                           checkpoint_dir=args.checkpoint_dir, run_dir=args.run_dir, arm=args.arm, seed=args.seed,
+                           training=args.training, consensus=args.exec, evaluation=args.evaluation))
     return 0
 
 
@@ -173,6 +174,8 @@ def _args_train(add) -> None:
     p.add_argument("--model-dir", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True, help="trained model directory (+ log.jsonl)")
     p.add_argument("--checkpoint-dir", type=Path, required=True, help="resumable checkpoints (outside declared outputs)")
+    p.add_argument("--run-dir", type=Path, default=None,
+                   help="where log.jsonl, provenance.json, validation.csv, groups.jsonl go (default: inside --out)")
     p.add_argument("--arm", choices=["fmv", "fmv_pointwise"], required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--training", type=json_arg, default={}, help="JSON: overrides of the training config section")
