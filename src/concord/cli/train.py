@@ -18,7 +18,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="test-time GRPO with consensus rewards for one (model, benchmark, arm, seed)")
     p.add_argument("--model-dir", required=True, help="Hugging Face model directory to start from")
     p.add_argument("--questions", required=True, help="benchmark JSONL (its answers never enter training)")
-    p.add_argument("--out", required=True, help="output directory: trained model, log.jsonl, groups.jsonl")
+    p.add_argument("--out", required=True, help="output directory: trained model (and the run's files unless --run-dir)")
     p.add_argument("--checkpoint-dir", required=True, help="resumable checkpoints, outside the declared outputs")
     p.add_argument("--run-dir", default=None,
                    help="where log.jsonl, groups.jsonl, validation.csv, provenance.json go (default: inside --out)")

@@ -120,6 +120,7 @@ def train_code(run: TrainingRun) -> Path:
     if run.arm not in ARMS:
         raise ValueError(f"FMV TTRL arm must be one of {sorted(ARMS)}, got {run.arm!r}")
     params = {k: v for k, v in run.consensus.items() if k in EXEC_KEYS}
+    # The section as configured (provenance has always recorded it before validation's budget is filled in).
     cfg = resolve_section("training", dict(run.training))
     check_stopping_rule(cfg)
     return train(replace(run, consensus=params, task="code", provenance_step="fmv-train",
