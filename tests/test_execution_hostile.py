@@ -285,7 +285,7 @@ def test_call_mode_results_cannot_be_forged_or_patched():
 
 def test_fresh_state_per_input_in_stdin_mode():
     # Input 1 leaves a file in /tmp, a running process and zombies; input 2 must see none of it,
-    # and may fork exactly as many processes as input 1 could (the 7 / 0 / 7).
+    # and may fork exactly as many processes as input 1 could (7 / 0 / 7 processes).
     program = (
         "import posix, time\n"
         "n = int(input())\n"

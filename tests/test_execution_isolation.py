@@ -1,4 +1,4 @@
-"""Hostile candidates, by class of weakness (issue #25), through the public API on the real sandbox.
+"""Hostile candidates, by class of weakness, through the public API on the real sandbox.
 
 Each class: nothing of another job in a candidate's memory; per-child kernel objects (SysV IPC,
 keyrings, namespaces); limits that count everything (shared memory, memfd, /tmp, output, CPU

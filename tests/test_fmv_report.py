@@ -147,7 +147,7 @@ def test_paper_fmv_config_resolves_to_the_papers_budgets_judge_and_context():
     assert settings.section(config)["seeds"] == [0, 1, 2]
     assert settings.section(config, "ttrl")["table1_n_vote"] == {"fmv": 128, "fmv_pointwise": 32}
     assert settings.section(config, "ttrl")["table2_n_vote"] == [32, 128]
-    # a fixed budget that no label chooses (issue #26); validation is a curve only
+    # a fixed budget that no label chooses (test time has none); validation is a curve only
     from concord.config import resolve
     from concord.papers.fmv.ttrl import check_stopping_rule
 

@@ -169,7 +169,7 @@ def check_fmv_jobs(config: dict, fmv: dict) -> None:
         # Training prompts are the generation prompts: the same budget.
         assert merged["max_prompt_length"] >= settings.sampling_settings(config, model)["max_prompt_tokens"]
         cfg = resolve_section("training", {**merged, "n_vote": n_vote, "n_train": n_vote})
-        # Validation samples what evaluation samples; no label chooses a checkpoint (issue #26):
+        # Validation samples what evaluation samples; no label chooses a checkpoint (test time has none):
         # a fixed budget, no held-out split, no early stopping.
         assert cfg["val_max_new_tokens"] == budget
         assert cfg["validation_fraction"] is None and cfg["early_stopping_patience"] is None

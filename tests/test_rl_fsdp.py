@@ -71,7 +71,7 @@ def test_fsdp_training_validates_in_lock_step_and_saves_in_the_training_dtype(ti
 def test_fsdp_training_of_an_fmv_arm_validates_without_choosing_by_labels(tmp_path, tiny_model_dir):
     """The FMV arms train through the same entry point: sandboxed rewards on each process,
     hidden-test validation of one question (the second process validates a padded shard), and
-    a fixed step budget: FMV-TTRL chooses no checkpoint by labels (issue #26), so early stopping
+    a fixed step budget: FMV-TTRL chooses no checkpoint by labels (test time has none to use), so early stopping
     and a held-out split are refused and every run trains its whole budget."""
     from concord.cli import main
 

@@ -49,7 +49,7 @@ def test_profile_is_a_slurm_profile_with_one_place_for_account_and_partition():
     resources = profile["default-resources"]
     assert {"slurm_account", "slurm_partition", "runtime", "mem_mb"} <= set(resources)
     # Account and partition are set nowhere else in the workflow.
-    for path in [REPO / "Snakefile", *REPO.glob("rules/*.smk"), *REPO.glob("config/*.yaml"), *REPO.glob("envs/*.yaml")]:
+    for path in [REPO / "Snakefile", *REPO.glob("rules/**/*.smk"), *REPO.glob("config/*.yaml"), *REPO.glob("envs/*.yaml")]:
         text = path.read_text()
         assert "slurm_account" not in text and "slurm_partition" not in text, path
 
@@ -188,7 +188,7 @@ def test_gpu_env_satisfies_trl_1_16s_vllm_window():
 
 def test_every_rule_env_exists_and_is_pinned():
     envs = set()
-    for smk in REPO.glob("rules/*.smk"):
+    for smk in REPO.glob("rules/**/*.smk"):
         for match in re.finditer(r'conda:\s*\n\s*"([^"]+)"', smk.read_text()):
             envs.add((smk.parent / match[1]).resolve())
     assert envs, "no rule declares a conda env"

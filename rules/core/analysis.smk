@@ -75,15 +75,8 @@ rule recovery:
         )
 
 
-FIGURE2_TARGETS = expand(
-    f"{RESULTS}/figures/figure2/{{model}}_{{benchmark}}_seed{{seed}}.png",
-    model=MODELS,
-    benchmark=BENCHMARKS,
-    seed=SEEDS[:1],
-)
-APPENDIX_H_TARGETS = expand(
-    f"{RESULTS}/analysis/{{model}}/{{benchmark}}/recovery.md", model=MODELS, benchmark=BENCHMARKS
-)
+FIGURE2_TARGETS = CORE_PLAN.figure2_targets()
+APPENDIX_H_TARGETS = CORE_PLAN.appendix_h_targets()
 
 
 rule figure2:

@@ -29,6 +29,7 @@ rule train:
         model_spec=model_spec,
         task=lambda wc: task_of(wc.benchmark),
         checkpoints=lambda wc: f"{CACHE}/train/{wc.model}/{wc.benchmark}/{wc.arm}/seed{wc.seed}",
+        run_dir=lambda wc, output: os.path.dirname(output.log),
         accelerate_config=accelerate_config,
         num_processes=processes_per_gpu_job,
     # The CoRE critical path (train -> evaluate -> tables) starts early.
@@ -53,10 +54,7 @@ rule train:
             " --training {params.training:q} --consensus {params.consensus:q} --evaluation {params.evaluation:q}"
             " --answers {params.answers:q} --model-spec {params.model_spec:q} --task {params.task}"
             " --benchmark {wildcards.benchmark}"
-            " --threads {threads} > {log:q} 2>&1"
-            " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/groups.jsonl {output.groups:q}"
-            " && mv {output.model:q}/provenance.json {output.provenance:q}"
-            " && mv {output.model:q}/validation.csv {output.validation:q}"
+            " --run-dir {params.run_dir:q} --threads {threads} > {log:q} 2>&1"
         )
 
 

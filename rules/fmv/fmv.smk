@@ -223,13 +223,12 @@ rule fmv_figure2:
         right_tex=f"{CR}/figures/{{cbench}}/figure2_right.tex",
         provenance=f"{CR}/figures/{{cbench}}/figure2.provenance.json",
     params:
-        analyses=lambda wc, input: " ".join(
-            f"--analysis {shell_quote(_fmv_label(m) + '=' + p)}"
-            for m, p in zip([m for m in FMV_MODELS for _ in FMV_SEEDS], input)
+        analyses=lambda wc, input: _fmv_planning.label_path_args(
+            "--analysis", zip([FMV_PLAN.label(m) for m in FMV_MODELS for _ in FMV_SEEDS], input)
         ),
         resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
-        right=lambda wc: shell_quote(_fmv_label(FMV.get("figure2_right") or FMV_MODELS[0])),
-        bench_label=lambda wc: (config.get("report") or {}).get("labels", {}).get(wc.cbench, wc.cbench),
+        right=lambda wc: FMV_PLAN.label(FMV.get("figure2_right") or FMV_MODELS[0]),
+        bench_label=lambda wc: FMV_PLAN.bench_label(wc.cbench),
         out_dir=lambda wc, output: os.path.dirname(output.left_png),
     log:
         f"{LOGS}/fmv/figure2/{{cbench}}.log",
@@ -238,7 +237,7 @@ rule fmv_figure2:
         FMV_ENV
     shell:
         audited(
-            "python -m concord fmv-figure2 {params.analyses} --right {params.right} --out-dir {params.out_dir:q}"
+            "python -m concord fmv-figure2 {params.analyses} --right {params.right:q} --out-dir {params.out_dir:q}"
             " --n-resamples {params.resamples} --benchmark-label {params.bench_label:q}"
             " > {log:q} 2>&1"
         )
@@ -251,19 +250,20 @@ rule fmv_figure2:
 # otherwise); checkpoints under CACHE so a killed job resumes.
 rule fmv_train:
     input:
-        model=lambda wc: _fmv_model_dir(wc.cmodel),
+        model=lambda wc: FMV_PLAN.model_dir(wc.cmodel),
         data=_train_data,
     output:
-        # Intermediate weights (see trained_model in rules/common.smk); the log stays.
-        model=trained_model(f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/model"),
-        log=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/log.jsonl",
-        provenance=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/provenance.json",
-        validation=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/validation.csv",
-        groups=f"{CR}/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}/groups.jsonl",
+        # Intermediate weights (see trained_model in rules/common.smk); the run's files stay.
+        model=trained_model(f"{FMV_TRAIN_RUN}/model"),
+        log=f"{FMV_TRAIN_RUN}/log.jsonl",
+        provenance=f"{FMV_TRAIN_RUN}/provenance.json",
+        validation=f"{FMV_TRAIN_RUN}/validation.csv",
+        groups=f"{FMV_TRAIN_RUN}/groups.jsonl",
     params:
         training=_train_overrides,
         exec=as_json(FMV_EXEC),
         checkpoints=lambda wc: f"{CACHE}/fmv-train/{wc.cmodel}/{wc.cbench}/{wc.carm}-{wc.split}-n{wc.nvote}/seed{wc.seed}",
+        run_dir=lambda wc, output: os.path.dirname(output.log),
         accelerate_config=_fmv_accelerate_config,
         num_processes=processes_per_gpu_job,
     threads: int(_FMV_TRAINING.get("threads", 2))
@@ -283,10 +283,8 @@ rule fmv_train:
             " --num_processes {params.num_processes} --num_cpu_threads_per_process {threads}"
             " -m concord fmv-train --data {input.data:q} --model-dir {input.model:q} --out {output.model:q}"
             " --checkpoint-dir {params.checkpoints:q} --arm {wildcards.carm} --seed {wildcards.seed}"
-            " --training {params.training:q} --exec {params.exec:q} --threads {threads} > {log:q} 2>&1"
-            " && mv {output.model:q}/log.jsonl {output.log:q} && mv {output.model:q}/provenance.json {output.provenance:q}"
-            " && mv {output.model:q}/validation.csv {output.validation:q}"
-            " && mv {output.model:q}/groups.jsonl {output.groups:q}"
+            " --run-dir {params.run_dir:q} --training {params.training:q} --exec {params.exec:q} --threads {threads}"
+            " > {log:q} 2>&1"
         )
 
 
@@ -294,16 +292,16 @@ rule fmv_table1:
     input:
         train=f"{CR}/data/{_TT_BENCH}.train.jsonl",
         holdout=f"{CR}/data/{_TT_BENCH}.holdout.jsonl",
-        execs=list(dict.fromkeys(p for _, p in _table1_execs())),
-        provenance=[p for _, p in _table1_provenance()],
+        execs=list(dict.fromkeys(p for _, p in FMV_PLAN.table1_execs())),
+        provenance=[p for _, p in FMV_PLAN.table1_provenance()],
     output:
         csv=in_report(f"{CR}/tables/table1.csv", "fmv/table1.rst", "FMV paper", "Table 1"),
         md=f"{CR}/tables/table1.md",
         tex=f"{CR}/tables/table1.tex",
     params:
-        execs=_pairs_args(_table1_execs()),
-        provenance=_provenance_args(_table1_provenance()),
-        labels=as_json(_TT_LABELS),
+        execs=_fmv_planning.label_path_args("--exec", FMV_PLAN.table1_execs()),
+        provenance=_fmv_planning.label_path_args("--train-provenance", FMV_PLAN.table1_provenance()),
+        labels=as_json(FMV_PLAN.table1_labels()),
         n=int(FMV.get("sampling", {}).get("n", 64)),
         resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
         stem=lambda wc, output: os.path.splitext(output.csv)[0],
@@ -324,15 +322,15 @@ rule fmv_table1:
 rule fmv_table2:
     input:
         data=f"{CR}/data/{_TT_BENCH}.jsonl",
-        execs=list(dict.fromkeys(p for _, p in _table2_execs())),
-        provenance=[p for _, p in _table2_provenance()],
+        execs=list(dict.fromkeys(p for _, p in FMV_PLAN.table2_execs())),
+        provenance=[p for _, p in FMV_PLAN.table2_provenance()],
     output:
         csv=in_report(f"{CR}/tables/table2.csv", "fmv/table2.rst", "FMV paper", "Table 2"),
         md=f"{CR}/tables/table2.md",
         tex=f"{CR}/tables/table2.tex",
     params:
-        execs=_pairs_args(_table2_execs()),
-        provenance=_provenance_args(_table2_provenance()),
+        execs=_fmv_planning.label_path_args("--exec", FMV_PLAN.table2_execs()),
+        provenance=_fmv_planning.label_path_args("--train-provenance", FMV_PLAN.table2_provenance()),
         n=int(FMV.get("sampling", {}).get("n", 64)),
         resamples=int(FMV.get("analysis", {}).get("n_resamples", 2000)),
         stem=lambda wc, output: os.path.splitext(output.csv)[0],
@@ -350,7 +348,7 @@ rule fmv_table2:
 
 rule fmv_validation:
     input:
-        list(dict.fromkeys(p for _, p in _validation_curves())),
+        list(dict.fromkeys(p for _, p in FMV_PLAN.validation_curves())),
     output:
         png=f"{CR}/figures/ttrl_validation.png",
         pdf=f"{CR}/figures/ttrl_validation.pdf",
@@ -358,10 +356,9 @@ rule fmv_validation:
         md=f"{CR}/figures/ttrl_validation.md",
         tex=f"{CR}/figures/ttrl_validation.tex",
     params:
-        curves=lambda wc: " ".join(f"--curve {shell_quote(f'{k}={v}')}" for k, v in _validation_curves()),
+        curves=lambda wc: _fmv_planning.label_path_args("--curve", FMV_PLAN.validation_curves()),
         stem=lambda wc, output: os.path.splitext(output.png)[0],
-        title=lambda wc: f"{_fmv_label(_TT_MODEL)} on "
-        + (config.get("report") or {}).get("labels", {}).get(_TT_BENCH, _TT_BENCH),
+        title=lambda wc: f"{FMV_PLAN.label(FMV_PLAN.tt_model)} on {FMV_PLAN.bench_label(_TT_BENCH)}",
     log:
         f"{LOGS}/fmv/validation.log",
     localrule: True

@@ -65,7 +65,7 @@ rule scmoa_run:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=lambda wc: 0 if _scmoa_on_server(wc) else gpu_count(),
+        gpu=lambda wc: 0 if SCMOA_PLAN.on_server(wc.smodel) else gpu_count(),
     conda:
         "../../envs/code.yaml"
     shell:
@@ -165,7 +165,7 @@ rule scmoa_crossrun:
         table=[f"{SCMOA_R}/crossrun/{_scmoa_report.CROSSRUN_TABLE}.{ext}" for ext in ("csv", "md", "tex")],
         figures=[f"{SCMOA_R}/crossrun/{f}.{ext}" for f in _scmoa_report.CROSSRUN_FIGURES for ext in ("png", "pdf")],
     params:
-        labels=" ".join(_scmoa_shlex.quote(f"{m} / {c}") for m in SCMOA_MODELS for c in _SCMOA_CELL),
+        labels=" ".join(shlex.quote(f"{m} / {c}") for m in SCMOA_MODELS for c in _SCMOA_CELL),
         out_dir=lambda wildcards, output: os.path.dirname(output.table[0]),
     log:
         f"{LOGS}/scmoa/crossrun.log",

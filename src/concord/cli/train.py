@@ -18,8 +18,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="test-time GRPO with consensus rewards for one (model, benchmark, arm, seed)")
     p.add_argument("--model-dir", required=True, help="Hugging Face model directory to start from")
     p.add_argument("--questions", required=True, help="benchmark JSONL (its answers never enter training)")
-    p.add_argument("--out", required=True, help="output directory: trained model, log.jsonl, groups.jsonl")
+    p.add_argument("--out", required=True, help="output directory: trained model (and the run's files unless --run-dir)")
     p.add_argument("--checkpoint-dir", required=True, help="resumable checkpoints, outside the declared outputs")
+    p.add_argument("--run-dir", default=None,
+                   help="where log.jsonl, groups.jsonl, validation.csv, provenance.json go (default: inside --out)")
     p.add_argument("--arm", required=True, help="reward arm: majority, ec, cisc, core (or a registered plug-in)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--training", type=json_arg, default={}, help="config training section as JSON")
@@ -45,6 +47,7 @@ def register(subparsers) -> None:
 
 
 def cmd_train(args) -> int:
+    from concord.rl.config import TrainingRun
     from concord.rl.run import cpu_threads, train
 
     cpu_threads(args.threads)
@@ -53,12 +56,12 @@ def cmd_train(args) -> int:
         "model": args.model_spec, "task": args.task, "arm": args.arm, "benchmark": args.benchmark,
         "answers": args.answers,
     }
-    train(
+    train(TrainingRun(
         model_dir=args.model_dir, questions_path=args.questions, out_dir=args.out, checkpoint_dir=args.checkpoint_dir,
-        arm=args.arm, seed=args.seed, training=args.training, consensus=args.consensus, evaluation=args.evaluation,
-        prompt_style=args.model_spec.get("prompt_style", "instruct"), task=args.task, benchmark=args.benchmark,
-        provenance_config=config, answers=args.answers,
-    )
+        run_dir=args.run_dir, arm=args.arm, seed=args.seed, training=args.training, consensus=args.consensus,
+        evaluation=args.evaluation, prompt_style=args.model_spec.get("prompt_style", "instruct"), task=args.task,
+        benchmark=args.benchmark, provenance_config=config, answers=args.answers,
+    ))
     return 0
 
 

@@ -30,18 +30,16 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from concord.config import resolve_section
 from concord.rl.checkpoints import RunLog, last_complete_checkpoint
+from concord.rl.config import TrainingRun
 from concord.rl.publish import publish_model
 from concord.rl.rewards import GOLD_FIELDS
 from concord.rl.settings import (
     MASTER_WEIGHTS_DTYPE,
-    arm_training,
     check_model_positions,
     grpo_config,
     job_layout,
     resolve_dtype,
-    resolve_training,
     total_steps,
 )
 from concord.rl.validation import (
@@ -105,117 +103,134 @@ def prompt_tokens(tokenizer, messages: Sequence[Mapping[str, str]]) -> int:
 
 
 # --------------------------------------------------------------------------- the run
-def train(
-    *,
-    model_dir: str | os.PathLike,
-    questions_path: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    checkpoint_dir: str | os.PathLike,
-    arm: str,
-    seed: int,
-    training: Mapping[str, Any] | None = None,
-    consensus: Mapping[str, Any] | None = None,
-    evaluation: Mapping[str, Any] | None = None,
-    prompt_style: str = "instruct",
-    task: str = "math",
-    benchmark: str | None = None,
-    context_fields: Sequence[str] = (),
-    provenance_config: Mapping[str, Any] | None = None,
-    provenance_step: str = "train",
-    answers: Mapping[str, Any] | None = None,
-    callbacks: Sequence[Any] = (),
-) -> Path:
-    """Train ``model_dir`` with the ``arm``'s consensus rewards; write ``out_dir``.
+def train(run: TrainingRun | None = None, /, *, callbacks: Sequence[Any] = (), **fields: Any) -> Path:
+    """Train ``run.model_dir`` with the ``run.arm``'s consensus rewards; write ``run.out_dir``.
 
     Args:
-        model_dir: Hugging Face model directory to start from.
-        questions_path: the benchmark, read by the task's loader; its reference answers reach only
-            validation and the diagnostics.
-        out_dir: the declared output: model (safetensors, fp32 master weights), tokenizer,
-            ``log.jsonl``, ``groups.jsonl``, ``validation.csv``, ``provenance.json``.
-        checkpoint_dir: resumable checkpoints and logs, outside the declared outputs.
-        arm: reward arm (``concord.rl.rewards`` registry: majority, ec, cisc, core, fmv, ...), or
-            ``zero_update``: the control at learning rate 0 (``concord.rl.settings.arm_training``).
-        seed: training seed (also seeds validation sampling).
-        training, consensus, evaluation: config sections (``consensus`` goes to the scorer as its
-            parameters; ``evaluation`` sets validation sampling).
-        prompt_style, task: how questions become prompts (:mod:`concord.rl.tasks`).
-        answers: the config's answers section: how the math arms read answers (``policy``), for
-            the reward, validation and diagnostics alike.
-        benchmark: selects ``training.epochs_by_benchmark``.
-        context_fields: extra question fields copied into the training rows for the scorer.
-        provenance_config, provenance_step: what ``provenance.json`` records.
+        run: the run (:class:`concord.rl.config.TrainingRun`); or its fields as keyword arguments
+            (``train(model_dir=..., questions_path=..., ...)``), which build one.
         callbacks: factories ``trainer -> TrainerCallback``, added once the trainer is built
             (instrumentation: the vLLM tests check the weight sync through one).
 
     Generation runs in a colocated vLLM engine on a GPU, and on a CPU when ``training.vllm_on_cpu``
     opts in (:func:`concord.rl.settings.resolve_use_vllm`), in the training dtype.
     """
-    import torch
-    from transformers import AutoConfig, AutoTokenizer
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    from concord import provenance
-    from concord.io import write_json, write_jsonl
-    from concord.rl.rewards import ConsensusReward
-    from concord.rl.tasks import get_task
-    from concord.rl.trainer import ConsensusGRPOTrainer
-
-    cfg, ev = resolve_training(training, evaluation)
-    cfg, reward_arm = arm_training(arm, cfg)
-    cons = dict(consensus or {})
-    policy = resolve_section("answers", answers)["policy"]
-    hooks = get_task(task, policy)
-    if cfg["early_stopping_patience"] is not None and int(cfg["eval_every"]) <= 0:
-        raise ValueError("training.early_stopping_patience needs validation: set training.eval_every > 0")
-    out_dir, checkpoint_dir = Path(out_dir), Path(checkpoint_dir)
-    questions = hooks.load(questions_path)
-    train_questions, held_out = holdout_split(questions, cfg["validation_fraction"])
-    questions_by_id = {str(q["id"]): q for q in questions}  # diagnostics and validation only
-    dataset = build_train_dataset(train_questions, prompt_style, task, context_fields)
-    max_steps = total_steps(len(train_questions), cfg, benchmark)
-
-    on_gpu = torch.cuda.is_available()
-    dtype = resolve_dtype(cfg, on_gpu)
-    check_model_positions(cfg, getattr(AutoConfig.from_pretrained(str(model_dir)), "max_position_embeddings", None),
-                          str(model_dir))
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    longest_prompt = check_prompt_budget({row["question_id"]: prompt_tokens(tokenizer, row["prompt"]) for row in dataset},
-                                         int(cfg["max_prompt_length"]))
+    if run is None:
+        run = TrainingRun(**fields)
+    elif fields:
+        raise TypeError(f"train() takes a TrainingRun or its fields, not both (got {sorted(fields)})")
+    settings = run.resolved
+    cfg = settings.training
+    hooks, questions, train_questions, held_out, dataset = _training_data(run, settings)
+    max_steps = total_steps(len(train_questions), cfg, run.benchmark)
+    tokenizer, on_gpu, dtype, longest_prompt = _policy_setup(run, cfg, dataset)
 
     # Read the launcher's environment: creating accelerate's PartialState before the trainer
     # does would fix it without `cpu=True`, and multi-process CPU runs would not form a group.
     num_processes = int(os.environ.get("WORLD_SIZE", "1"))
     is_main = int(os.environ.get("RANK", "0")) == 0
 
+    trainer, monitor, stopper, layout, run_log, resume = _build_trainer(
+        run, settings, questions, held_out, dataset, tokenizer, max_steps, on_gpu, num_processes, is_main, callbacks)
+    generation = f"vLLM ({'GPU' if on_gpu else 'CPU'}, colocated)" if trainer.args.use_vllm else "HF generate"
+    log.info("training %s on %s with arm %s, seed %d: up to %d steps of %d prompts x %d roll-outs (train on %d, "
+             "%d update(s) per step), %d process(es), %s, generation by %s, longest prompt %d tokens",
+             run.model_dir, run.questions_path, run.arm, run.seed, max_steps, layout.prompts_per_step, layout.n_vote,
+             layout.n_train, layout.updates_per_generation, num_processes, dtype, generation, longest_prompt)
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    elapsed = time.time() - t0
+    steps_done = trainer.state.global_step // layout.updates_per_generation
+
+    # Final output: a temporary sibling, renamed into place once complete.
+    out_dir = run.out_dir
+    partial = out_dir.parent / f".{out_dir.name}.partial"
+    if is_main and partial.exists():
+        shutil.rmtree(partial)
+    trainer.accelerator.wait_for_everyone()
+    publish_model(trainer, tokenizer, partial, MASTER_WEIGHTS_DTYPE)
+    if is_main:
+        files = partial if run.run_dir is None else run.run_dir
+        prov = _provenance(run, settings, trainer, stopper, monitor, resume, dtype, on_gpu, steps_done, max_steps,
+                           len(train_questions), num_processes, layout.updates_per_generation)
+        _write_run_files(files, run_log, prov)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(partial, out_dir)
+        if not cfg["keep_checkpoints"]:
+            shutil.rmtree(run.checkpoint_dir, ignore_errors=True)
+        log.info("wrote %s (%d of up to %d steps in %.0f s)", out_dir, steps_done, max_steps, elapsed)
+    trainer.accelerator.wait_for_everyone()
+    return out_dir
+
+
+def _training_data(run: TrainingRun, settings):
+    """The task's hooks, every question, the ones trained on, the held-out ones, the training set."""
+    from concord.rl.tasks import get_task
+
+    hooks = get_task(run.task, settings.answer_policy)
+    questions = hooks.load(run.questions_path)
+    train_questions, held_out = holdout_split(questions, settings.training["validation_fraction"])
+    dataset = build_train_dataset(train_questions, run.prompt_style, run.task, run.context_fields)
+    return hooks, questions, train_questions, held_out, dataset
+
+
+def _policy_setup(run: TrainingRun, cfg: Mapping[str, Any], dataset):
+    """Tokenizer, device, dtype, and the longest prompt, checked against the model and the budget."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer
+
+    on_gpu = torch.cuda.is_available()
+    dtype = resolve_dtype(cfg, on_gpu)
+    positions = getattr(AutoConfig.from_pretrained(str(run.model_dir)), "max_position_embeddings", None)
+    check_model_positions(cfg, positions, str(run.model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(run.model_dir), padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    longest_prompt = check_prompt_budget({row["question_id"]: prompt_tokens(tokenizer, row["prompt"]) for row in dataset},
+                                         int(cfg["max_prompt_length"]))
+    return tokenizer, on_gpu, dtype, longest_prompt
+
+
+def _build_trainer(run: TrainingRun, settings, questions, held_out, dataset, tokenizer, max_steps: int, on_gpu: bool,
+                   num_processes: int, is_main: bool, callbacks: Sequence[Any]):
+    """The GRPO trainer with the consensus reward, the run log (reset on a fresh start), and the
+    monitor that logs, validates and stops."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from concord.rl.rewards import ConsensusReward
+    from concord.rl.trainer import ConsensusGRPOTrainer
+
+    cfg, ev, cons = settings.training, settings.evaluation, dict(run.consensus)
     layout = job_layout(cfg, num_processes)
-    args = grpo_config(cfg, layout, checkpoint_dir=checkpoint_dir, seed=seed, max_steps=max_steps, on_gpu=on_gpu)
+    args = grpo_config(cfg, layout, checkpoint_dir=run.checkpoint_dir, seed=run.seed, max_steps=max_steps, on_gpu=on_gpu)
     if args.use_vllm:
         from concord.engines.vllm import _import_vllm
 
         _import_vllm()  # concord's message (which env to use), not TRL's `pip install trl[vllm]` (the CUDA build)
-    reward = ConsensusReward(reward_arm, layout.n_vote, cons, answer_policy=policy, task=task)
-    run_log = RunLog(checkpoint_dir)
-    resume = last_complete_checkpoint(checkpoint_dir)
+    reward = ConsensusReward(settings.reward_arm, layout.n_vote, cons, answer_policy=settings.answer_policy,
+                             task=run.task)
+    run_log = RunLog(run.checkpoint_dir)
+    resume = last_complete_checkpoint(run.checkpoint_dir)
     if resume is None:
         if is_main:
             run_log.reset()  # a fresh start must not inherit rows of an earlier attempt
     else:
         log.info("resuming from %s", resume)
     val_cfg = {
-        "prompt_style": prompt_style, "k": int(cfg["val_k"]), "temperature": float(ev["temperature"]),
+        "prompt_style": run.prompt_style, "k": int(cfg["val_k"]), "temperature": float(ev["temperature"]),
         "top_p": float(ev["top_p"]), "max_new_tokens": cfg["val_max_new_tokens"],
-        "seed": int(seed) * 1_000_003, "batch_size": int(cfg["val_batch_size"]), "params": cons,
+        "seed": int(run.seed) * 1_000_003, "batch_size": int(cfg["val_batch_size"]), "params": cons,
     }
     stopper = EarlyStopping(cfg["early_stopping_patience"], float(cfg["early_stopping_min_delta"]))
     trainer_ref: list = [None]
+    questions_by_id = {str(q["id"]): q for q in questions}  # diagnostics and validation only
     monitor = TrainingMonitor(trainer_ref, reward, run_log, questions_by_id, validation_subset(held_out, cfg["val_questions"]),
-                              val_cfg, cfg["eval_every"], bool(cfg["eval_at_start"]), max_steps, task=task,
-                              updates_per_step=layout.updates_per_generation, stopper=stopper, answer_policy=policy)
+                              val_cfg, cfg["eval_every"], bool(cfg["eval_at_start"]), max_steps, task=run.task,
+                              updates_per_step=layout.updates_per_generation, stopper=stopper,
+                              answer_policy=settings.answer_policy)
     trainer = ConsensusGRPOTrainer(
-        model=str(model_dir), args=args, train_dataset=dataset, processing_class=tokenizer,
+        model=str(run.model_dir), args=args, train_dataset=dataset, processing_class=tokenizer,
         consensus_reward=reward, n_train=layout.n_train, callbacks=[monitor],
     )
     trainer_ref[0] = trainer
@@ -223,49 +238,41 @@ def train(
         trainer.remove_callback(cb)
     for factory in callbacks:
         trainer.add_callback(factory(trainer))
-    generation = f"vLLM ({'GPU' if on_gpu else 'CPU'}, colocated)" if args.use_vllm else "HF generate"
-    log.info("training %s on %s with arm %s, seed %d: up to %d steps of %d prompts x %d roll-outs (train on %d, "
-             "%d update(s) per step), %d process(es), %s, generation by %s, longest prompt %d tokens",
-             model_dir, questions_path, arm, seed, max_steps, layout.prompts_per_step, layout.n_vote, layout.n_train,
-             layout.updates_per_generation, num_processes, dtype, generation, longest_prompt)
-    t0 = time.time()
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    elapsed = time.time() - t0
-    steps_done = trainer.state.global_step // layout.updates_per_generation
+    return trainer, monitor, stopper, layout, run_log, resume
 
-    # Final output: a temporary sibling, renamed into place once complete.
-    partial = out_dir.parent / f".{out_dir.name}.partial"
-    if is_main and partial.exists():
-        shutil.rmtree(partial)
-    trainer.accelerator.wait_for_everyone()
-    publish_model(trainer, tokenizer, partial, MASTER_WEIGHTS_DTYPE)
-    if is_main:
-        rows = run_log.read("log")
-        write_jsonl(partial / "log.jsonl", rows)
-        write_jsonl(partial / "groups.jsonl", run_log.read("groups"))
-        write_validation_curve(partial / "validation.csv", rows)
-        prov = provenance.record(
-            step=provenance_step, seed=int(seed), inputs=[questions_path],
-            config=dict(provenance_config or {"training": cfg, "consensus": cons, "arm": arm, "task": task,
-                                              "prompt_style": prompt_style, "answers": {"policy": policy}}),
-            model=str(model_dir), arm=arm, reward_arm=reward_arm, learning_rate=float(cfg["learning_rate"]),
-            steps=steps_done, max_steps=max_steps, dtype=dtype, master_weights=MASTER_WEIGHTS_DTYPE,
-            saved_dtype=MASTER_WEIGHTS_DTYPE, numeric=provenance.numeric_path(dtype),
-            generation={"backend": "vllm" if args.use_vllm else "hf", "device": "cuda" if on_gpu else "cpu",
-                        "dtype": trainer.vllm_dtype if args.use_vllm else dtype},
-            updates_per_step=layout.updates_per_generation, early_stopping=stopper.summary(),
-            train_questions=len(train_questions), validation_questions=len(monitor.val_questions),
-            resumed_from=str(resume) if resume else None, num_processes=num_processes,  # time: the job log
-        )
-        write_json(partial / "provenance.json", prov)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(partial, out_dir)
-        if not cfg["keep_checkpoints"]:
-            shutil.rmtree(checkpoint_dir, ignore_errors=True)
-        log.info("wrote %s (%d of up to %d steps in %.0f s)", out_dir, steps_done, max_steps, elapsed)
-    trainer.accelerator.wait_for_everyone()
-    return out_dir
+
+def _provenance(run: TrainingRun, settings, trainer, stopper, monitor, resume, dtype: str, on_gpu: bool,
+                steps_done: int, max_steps: int, n_train_questions: int, num_processes: int,
+                updates_per_step: int) -> dict:
+    from concord import provenance
+
+    cfg = dict(settings.training)
+    use_vllm = trainer.args.use_vllm
+    default = {"training": cfg, "consensus": dict(run.consensus), "arm": run.arm, "task": run.task,
+               "prompt_style": run.prompt_style, "answers": {"policy": settings.answer_policy}}
+    return provenance.record(
+        step=run.provenance_step, seed=int(run.seed), inputs=[run.questions_path],
+        config=dict(run.provenance_config or default),
+        model=str(run.model_dir), arm=run.arm, reward_arm=settings.reward_arm, learning_rate=float(cfg["learning_rate"]),
+        steps=steps_done, max_steps=max_steps, dtype=dtype, master_weights=MASTER_WEIGHTS_DTYPE,
+        saved_dtype=MASTER_WEIGHTS_DTYPE, numeric=provenance.numeric_path(dtype),
+        generation={"backend": "vllm" if use_vllm else "hf", "device": "cuda" if on_gpu else "cpu",
+                    "dtype": trainer.vllm_dtype if use_vllm else dtype},
+        updates_per_step=updates_per_step, early_stopping=stopper.summary(),
+        train_questions=n_train_questions, validation_questions=len(monitor.val_questions),
+        resumed_from=str(resume) if resume else None, num_processes=num_processes,  # time: the job log
+    )
+
+
+def _write_run_files(where: Path, run_log: RunLog, prov: Mapping[str, Any]) -> None:
+    """The run's log, groups, validation curve and provenance (each written atomically)."""
+    from concord.io import write_json, write_jsonl
+
+    rows = run_log.read("log")
+    write_jsonl(where / "log.jsonl", rows)
+    write_jsonl(where / "groups.jsonl", run_log.read("groups"))
+    write_validation_curve(where / "validation.csv", rows)
+    write_json(where / "provenance.json", prov)
 
 
 def cpu_threads(threads: int | None) -> None:
@@ -276,4 +283,4 @@ def cpu_threads(threads: int | None) -> None:
         torch.set_num_threads(int(threads))
 
 
-__all__ = ["build_train_dataset", "check_prompt_budget", "cpu_threads", "prompt_tokens", "train"]
+__all__ = ["TrainingRun", "build_train_dataset", "check_prompt_budget", "cpu_threads", "prompt_tokens", "train"]

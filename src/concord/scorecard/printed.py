@@ -124,19 +124,6 @@ class PrintedCell:
         """Half a unit in the printed value's last digit: the printed number's own uncertainty."""
         return rounding_of(self.text)
 
-    def spread_text(self) -> str:
-        if self.spread_kind in ("std", "se") and self.spread is not None:
-            return f"± {self.spread:g} ({self.spread_kind})"
-        if self.spread_kind == "arm_std" and self.spread is not None:
-            return f"± {self.spread:g} (its arm's std)"
-        if self.spread_kind == "ci95":
-            return f"95% CI [{self.ci_lo:g}, {self.ci_hi:g}]"
-        if self.spread_kind == "lower_bound":
-            return "a lower bound"
-        if self.spread_kind == "upper_bound":
-            return "an upper bound"
-        return ""
-
 
 def rounding_of(text: str) -> float:
     """``"21.6"`` -> 0.05, ``"13"`` -> 0.5, ``"0.002"`` -> 0.0005."""

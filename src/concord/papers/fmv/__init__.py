@@ -5,7 +5,9 @@ Modules: :mod:`~concord.papers.fmv.data` (HumanEval, LiveCodeBench records),
 :mod:`~concord.papers.fmv.grading` (benchmark verdicts), :mod:`~concord.papers.fmv.baselines`
 (semantic voting, GenCluster), :mod:`~concord.papers.fmv.experiments` (selection methods, Figure 2,
 Tables 1-2 data), :mod:`~concord.papers.fmv.rewards` (the ``fmv``/``fmv_pointwise`` TTRL arms),
-:mod:`~concord.papers.fmv.ttrl`, :mod:`~concord.papers.fmv.report`. The FMV operators themselves
+:mod:`~concord.papers.fmv.ttrl`, :mod:`~concord.papers.fmv.report`, :mod:`~concord.papers.fmv.steps`
+(what each ``fmv-*`` command does), :mod:`~concord.papers.fmv.planning` (what the rules ask: paths,
+Tables 1-2 rows, targets). The FMV operators themselves
 (execution vectors, Eq. 1 score, Pointwise target) are shared consensus operators
 (:mod:`concord.consensus.fmv`); sandboxed execution is :mod:`concord.execution`.
 """

@@ -13,8 +13,11 @@ trains a fixed step budget (:func:`check_stopping_rule`).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from concord.rl.config import TrainingRun
 
 #: Question fields the FMV reward reads (none of them holds an answer).
 CONTEXT_FIELDS = ("inputs", "mode", "fn_name", "prefix", "starter_code", "source")
@@ -102,31 +105,23 @@ def check_stopping_rule(cfg: Mapping[str, Any]) -> str:
     return "fixed step budget, no labels"
 
 
-def train_code(
-    *,
-    model_dir: str | os.PathLike,
-    questions_path: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    checkpoint_dir: str | os.PathLike,
-    arm: str,
-    seed: int,
-    training: Mapping[str, Any] | None = None,
-    execution: Mapping[str, Any] | None = None,
-    evaluation: Mapping[str, Any] | None = None,
-) -> Path:
-    """Train ``model_dir`` on the code questions of ``questions_path`` with the ``arm``'s FMV
-    rewards (:func:`concord.rl.run.train` with the ``code`` task); write ``out_dir``."""
-    from concord.papers.fmv.rewards import ARMS
+def train_code(run: TrainingRun) -> Path:
+    """Train ``run.model_dir`` on the code questions of ``run.questions_path`` with the arm's FMV
+    rewards (:func:`concord.rl.run.train` with the ``code`` task); write ``run.out_dir``.
+
+    ``run.consensus`` holds the execution settings (``timeout_s``, ``memory_mb``, ``sandbox``) the
+    scorer and validation run programs with; the task, the provenance and the stopping rule are
+    this paper's, whatever the run says.
+    """
     from concord.config import resolve_section
+    from concord.papers.fmv.rewards import ARMS
     from concord.rl.run import train
 
-    if arm not in ARMS:
-        raise ValueError(f"FMV TTRL arm must be one of {sorted(ARMS)}, got {arm!r}")
-    params = {k: v for k, v in dict(execution or {}).items() if k in EXEC_KEYS}
-    cfg = resolve_section("training", training)
+    if run.arm not in ARMS:
+        raise ValueError(f"FMV TTRL arm must be one of {sorted(ARMS)}, got {run.arm!r}")
+    params = {k: v for k, v in run.consensus.items() if k in EXEC_KEYS}
+    # The section as configured (provenance has always recorded it before validation's budget is filled in).
+    cfg = resolve_section("training", dict(run.training))
     check_stopping_rule(cfg)
-    return train(
-        model_dir=model_dir, questions_path=questions_path, out_dir=out_dir, checkpoint_dir=checkpoint_dir, arm=arm,
-        seed=seed, training=training, consensus=params, evaluation=evaluation, task="code",
-        provenance_config={"training": cfg, "execution": params, "arm": arm}, provenance_step="fmv-train",
-    )
+    return train(replace(run, consensus=params, task="code", provenance_step="fmv-train",
+                         provenance_config={"training": cfg, "execution": params, "arm": run.arm}))

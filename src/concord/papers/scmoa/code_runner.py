@@ -71,10 +71,3 @@ def make_runner(*, timeout_s: float = 6.0, memory_mb: int = 1024, sandbox: str |
         return [[r for r in row] for row in results]  # type: ignore[misc]
 
     return run
-
-
-def pass_all(runner: Runner, program: str | None, tests: Sequence[dict]) -> bool:
-    """Whether ``program`` passes every test (hidden-test grading of a final answer)."""
-    if program is None or not tests:
-        return False
-    return all(r.passed for r in runner([program], tests)[0])

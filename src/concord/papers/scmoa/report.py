@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from concord import io
 from concord.papers.scmoa import analysis
+from concord.registry import Registry
 
 LABELS = {"scmoa": "SC-MoA", "vote_pre": "Majority vote (pre-refinement)", "vote_post": "Majority vote (post-refinement)",
           "cot": "Zero-shot CoT", "sc": "Self-consistency (greedy + tag)", "moa": "MoA (proposer pool)",
@@ -306,20 +307,37 @@ def extra_tables(settings: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _section3_table(records: Sequence[Mapping], out: Path, title: str) -> dict:
+    if not records or not all("section3" in r for r in records):
+        raise ValueError(f"{SECTION3_TABLE} needs records of a run with section3: true")
+    return _section3(records, out, title)
+
+
+def _views_table(stem: str, key: str):
+    """An extra table drawn from the view measurements (Tables 36, 37)."""
+    def build(records: Sequence[Mapping], out: Path, title: str) -> dict:
+        result = _views(records, out, title) if records else {}
+        if key not in result:
+            raise ValueError(f"{stem} needs records of a run with the views of that table (scmoa.views)")
+        return result
+
+    return build
+
+
+#: How each extra table is built: ``(records, out_dir, title) -> summary``.
+EXTRA_TABLE_BUILDERS: Registry[Callable[[Sequence[Mapping], Path, str], dict]] = Registry("SC-MoA extra table")
+EXTRA_TABLE_BUILDERS.register(SECTION3_TABLE, _section3_table)
+EXTRA_TABLE_BUILDERS.register(TABLE36, _views_table(TABLE36, "table36"))
+EXTRA_TABLE_BUILDERS.register(TABLE37, _views_table(TABLE37, "table37"))
+
+
 def build_extra(records: Sequence[Mapping], out_dir: str | Path, stem: str, title: str = "") -> dict:
     """One extra table (see :data:`EXTRA_TABLES`); a run without its data is an error naming the setting."""
-    records = [r for r in records if "error" not in r]
-    out = Path(out_dir)
-    if stem == SECTION3_TABLE:
-        if not records or not all("section3" in r for r in records):
-            raise ValueError(f"{SECTION3_TABLE} needs records of a run with section3: true")
-        return _section3(records, out, title)
     if stem not in EXTRA_TABLES:
         raise ValueError(f"unknown extra table {stem!r}; expected one of {EXTRA_TABLES}")
-    result = _views(records, out, title) if records else {}
-    if ("table36" if stem == TABLE36 else "table37") not in result:
-        raise ValueError(f"{stem} needs records of a run with the views of that table (scmoa.views)")
-    return result
+    return EXTRA_TABLE_BUILDERS.get(stem)([r for r in records if "error" not in r], Path(out_dir), title)
+
+
 FIGURES = ("calibration", "transition", "diversity", "sweeps", *APPENDIX_FIGURES)
 #: Across every (model, cell) of a run: Figure 6a (gain over SC per model) and Figure 8 / Table 8
 #: (pipeline metrics per condition).
