@@ -53,7 +53,8 @@ cd "$WORK"
 export PATH="$ENV/bin:$PATH" PYTHONPATH="$WORK/src" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 "$PY" -m concord rehearsal-data --out data/rehearsal >/dev/null
 CONFIGS=(config/paper.yaml config/paper_fmv.yaml config/paper_scmoa.yaml)
-CLUSTER=(--default-resources slurm_account=concord slurm_partition=local --sdm env-modules)
+# The README's local-cluster overrides; an evaluation asks 4 CPUs per GPU, more than the node's 2.
+CLUSTER=(--default-resources slurm_account=concord slurm_partition=local --sdm env-modules --set-threads evaluate=1)
 
 # 2. The paper plan, with the user-supplied inputs pointed at the generated files and a
 # (never-contacted) endpoint: what `snakemake --profile slurm -n` plans on a filled-in cluster.
