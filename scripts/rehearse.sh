@@ -138,7 +138,7 @@ set +e
 "$PY" -m snakemake "${TARGETS[@]}" --profile slurm "${REHEARSAL[@]}" "${CLUSTER[@]}" > run.txt 2>&1
 rc=$?
 set -e
-[ $rc -eq 0 ] || { grep -E "Error in rule|failed" run.txt | head -20; tail -40 run.txt; say "the run failed (rc $rc): $WORK/run.txt"; exit 5; }
+[ $rc -eq 0 ] || { grep -E "Error in rule|failed" run.txt | head -20 || true; tail -40 run.txt; say "the run failed (rc $rc): $WORK/run.txt"; exit 5; }
 say "run finished: $(grep -c 'submitted with SLURM jobid' run.txt) Slurm jobs; vLLM server replies: $(grep -c 'POST /v1/chat/completions' results/logs/rehearsal/vllm-serve.log || true)"
 
 # 5. Verdicts.
