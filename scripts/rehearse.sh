@@ -4,7 +4,7 @@
 # "Rehearsing the paper configs on one CPU node"):
 #
 #   bash scripts/rehearse.sh              # the whole paper plan (every rule at least once)
-#   bash scripts/rehearse.sh --ci         # the CI subset: plan check + data, model and vLLM jobs
+#   bash scripts/rehearse.sh --ci         # the CI subset: model, vllm serve, one SC-MoA run, through Slurm
 #
 # 1. a scratch copy of the checkout ($CONCORD_REHEARSAL_DIR, default $TMPDIR/concord-rehearsal);
 #    benchmark files in each benchmark's own format (python -m concord rehearsal-data);
@@ -130,8 +130,10 @@ say "endpoint up: $(curl -s "http://127.0.0.1:$PORT/v1/models" | "$PY" -c 'impor
 # 4. The run.
 TARGETS=()
 if [ "$MODE" = ci ]; then
-  # The CI subset: one vLLM roll-out job and one SC-MoA run against the served endpoint.
-  TARGETS=(results/rollouts/qwen2.5-math-1.5b/gpqa_diamond/seed0.parquet "results/scmoa/gpt-oss-120b/bbh_full@full_bbh/records.json")
+  # The CI subset: one SC-MoA run (setup full_bbh) against the served endpoint. vLLM inside a
+  # job (roll-outs, colocated training) is what tests/vllm_cpu runs; the full rehearsal runs it
+  # through Slurm.
+  TARGETS=("results/scmoa/gpt-oss-120b/bbh_full@full_bbh/records.json")
 fi
 say "running ${TARGETS[*]:-the whole rehearsal} through Slurm"
 set +e
