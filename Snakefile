@@ -33,6 +33,7 @@ from concord import inputs, preflight
 
 try:
     preflight.validate_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
+    preflight.apply_subset(config)
     inputs.check_inputs(config, account=inputs.cluster_account(workflow))
     preflight.check_paths(config)
     preflight.check_context_budgets(config, workflow.basedir)

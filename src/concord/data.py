@@ -151,22 +151,50 @@ def _level(value) -> int | None:
 
 
 # --------------------------------------------------------------------------- Hub datasets
-def load_hub(dataset: str, *, seed: int = 0, levels: list[int] | None = None) -> list[dict]:
-    """Load a real benchmark from the Hugging Face Hub (cluster runs; needs network access)."""
+def load_hub(dataset: str, *, seed: int = 0, levels: list[int] | None = None,
+             path: str | os.PathLike | None = None) -> list[dict]:
+    """Load a real benchmark from the Hugging Face Hub (cluster runs; needs network access), or
+    with ``path`` from a local file of the same dataset's rows (its Hub columns, as JSONL, CSV or
+    Parquet): a copy downloaded beforehand for compute nodes without network."""
     if dataset not in HUB_DATASETS:
         raise DataError(f"unknown hub dataset {dataset!r}; known: {sorted(HUB_DATASETS)}")
-    from datasets import load_dataset
-
     repo, name, split = HUB_DATASETS[dataset]
-    try:
-        rows = list(load_dataset(repo, name, split=split))
-    except Exception as exc:  # offline machines raise connection errors of several types
-        raise DataError(f"could not load {repo} from the Hugging Face Hub: {exc}") from exc
+    if path is not None:
+        rows = read_rows(path)
+    else:
+        from datasets import load_dataset
+
+        try:
+            rows = list(load_dataset(repo, name, split=split))
+        except Exception as exc:  # offline machines raise connection errors of several types
+            raise DataError(f"could not load {repo} from the Hugging Face Hub: {exc}") from exc
     if dataset == "math_l4":
         levels = levels or [4]
     elif dataset == "math_l5":
         levels = levels or [5]
     return normalise_hub_rows(dataset, rows, seed=seed, levels=levels)
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    """The rows of a local copy of a Hub dataset: JSONL, CSV (header, every value a string, as the
+    Hub's CSV files are read) or Parquet."""
+    import pandas as pd
+
+    from concord.io import read_jsonl
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"benchmark file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return read_jsonl(path)
+    if suffix == ".csv":
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    elif suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        raise DataError(f"{path}: a Hub dataset copy is .jsonl, .csv or .parquet")
+    return frame.to_dict(orient="records")
 
 
 def normalise_hub_rows(dataset: str, rows: list[dict], *, seed: int = 0, levels: list[int] | None = None) -> list[dict]:
@@ -332,7 +360,8 @@ def prepare_benchmark(spec: dict) -> list[dict]:
     elif source == "hub":
         if "dataset" not in spec:
             raise DataError(f"a hub benchmark needs 'dataset', one of {sorted(HUB_DATASETS)}")
-        records = load_hub(spec["dataset"], seed=int(spec.get("seed", 0)), levels=spec.get("levels"))
+        records = load_hub(spec["dataset"], seed=int(spec.get("seed", 0)), levels=spec.get("levels"),
+                           path=spec.get("path"))
     else:
         raise DataError(f"unknown benchmark source {source!r}")
     if spec.get("n_questions") and source != "synthetic":

@@ -87,8 +87,10 @@ def missing_inputs(config: Mapping[str, Any], *, account: str | None = None,
     urls += [(f"scmoa.endpoints.{key}.base_url", (spec or {}).get("base_url"))
              for key, spec in sorted((scmoa.get("endpoints") or {}).items())]
     placeholder = [f"{where} ({url})" for where, url in urls if url and "YOUR" in url.upper()]
+    # A workstation's single-node Slurm runs every job on this machine: loopback reaches it there.
+    single_node = bool((config.get("cluster") or {}).get("single_node", False))
     unreachable = [f"{where} ({url})" for where, url in urls
-                   if on_cluster and url and "YOUR" not in url.upper() and urlparse(url).hostname in LOOPBACK]
+                   if on_cluster and not single_node and url and "YOUR" not in url.upper() and urlparse(url).hostname in LOOPBACK]
     if scmoa.get("models") and placeholder:
         out.append(MissingInput("SC-MoA model endpoint", f"still a placeholder: {', '.join(placeholder)}; serve the "
                                 "models (`vllm serve`, README.md) and set their URLs in config/paper_scmoa.yaml", "scmoa"))

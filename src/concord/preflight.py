@@ -108,6 +108,25 @@ def validate_config(config: dict, schema_file: str | os.PathLike) -> None:
         raise ConfigError(describe_schema_error(cause, schema_file)) from None
 
 
+def apply_subset(config: dict) -> None:
+    """Drop every key of ``models``, ``benchmarks`` and ``fmv.models`` that ``subset`` does not
+    keep (in place; no ``subset``: nothing changes). A kept key the config lacks is an error."""
+    subset = config.get("subset") or {}
+    places = {"models": ("models",), "benchmarks": ("benchmarks",), "fmv_models": ("fmv", "models")}
+    for name, where in places.items():
+        keep = subset.get(name)
+        if not keep:
+            continue
+        parent = config
+        for key in where[:-1]:
+            parent = parent.get(key) or {}
+        section = parent.get(where[-1]) or {}
+        missing = [k for k in keep if k not in section]
+        if missing:
+            raise ConfigError(f"subset.{name}: {missing} not among the keys of {'.'.join(where)} ({sorted(section)})")
+        parent[where[-1]] = {k: section[k] for k in keep}
+
+
 # ------------------------------------------------------------------ paths
 
 
