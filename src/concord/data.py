@@ -369,3 +369,18 @@ def prepare_benchmark(spec: dict) -> list[dict]:
     if not records:
         raise DataError(f"benchmark {spec} produced no questions")
     return records
+
+
+#: Examples per task in the BIG-Bench Hard release (27 tasks, 6,511 examples): SC-MoA's loaders
+#: check its files against it and the rehearsal writes files of these sizes.
+BBH_TASK_SIZES = {
+    **{t: 250 for t in (
+        "boolean_expressions", "date_understanding", "disambiguation_qa", "dyck_languages", "formal_fallacies",
+        "geometric_shapes", "hyperbaton", "logical_deduction_five_objects", "logical_deduction_seven_objects",
+        "logical_deduction_three_objects", "movie_recommendation", "multistep_arithmetic_two", "navigate",
+        "object_counting", "reasoning_about_colored_objects", "ruin_names", "salient_translation_error_detection",
+        "sports_understanding", "temporal_sequences", "tracking_shuffled_objects_five_objects",
+        "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects", "web_of_lies",
+        "word_sorting")},
+    "causal_judgement": 187, "penguins_in_a_table": 146, "snarks": 178,
+}

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from concord.data import synthetic_arithmetic
+from concord.data import BBH_TASK_SIZES, synthetic_arithmetic
 from concord.io import atomic_path, write_jsonl
 
 #: MATH-500 subjects (the Hub rows' ``subject`` field).
@@ -30,21 +30,6 @@ MATH_SUBJECTS = ("Algebra", "Counting & Probability", "Geometry", "Intermediate 
 #: Sizes the paper configs and loaders check or the benchmarks have (README of each dataset).
 SIZES = {"math500": 500, "aime2024": 30, "amc": 83, "gpqa_diamond": 198, "mmlu_ml": 112, "aime_2022_2024": 90,
          "lcb_v6": 175, "lcb_hard": 171}
-#: Examples per BIG-Bench-Hard task file (the release's sizes; concord.papers.scmoa.loaders has
-#: the same table, which the shared layer may not import: tests/test_rehearsal.py compares them).
-BBH_TASKS = {
-    **{t: 250 for t in (
-        "boolean_expressions", "date_understanding", "disambiguation_qa", "dyck_languages", "formal_fallacies",
-        "geometric_shapes", "hyperbaton", "logical_deduction_five_objects", "logical_deduction_seven_objects",
-        "logical_deduction_three_objects", "movie_recommendation", "multistep_arithmetic_two", "navigate",
-        "object_counting", "reasoning_about_colored_objects", "ruin_names", "salient_translation_error_detection",
-        "sports_understanding", "temporal_sequences", "tracking_shuffled_objects_five_objects",
-        "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects", "web_of_lies",
-        "word_sorting")},
-    "causal_judgement": 187, "penguins_in_a_table": 146, "snarks": 178,
-}
-
-
 class RehearsalError(ValueError):
     """A dry run or a run log that cannot be read as one."""
 
@@ -219,7 +204,7 @@ def write_inputs(root: str | Path, seed: int = 0) -> dict[str, str]:
         row["contest_date"] = f"2024-{9 + i % 4:02d}-{1 + i % 28:02d}T00:00:00"
     others = lcb_rows(20, seed + 2, start="2023-01-01")
     write_jsonl(root / "livecodebench" / "code_generation_lite_release_v6.jsonl", hard + others)
-    for j, (task, n) in enumerate(sorted(BBH_TASKS.items())):
+    for j, (task, n) in enumerate(sorted(BBH_TASK_SIZES.items())):
         _write_json(root / "bbh" / f"{task}.json", bbh_task(task, n, seed + 100 + j))
     _write_csv(root / "mmlu" / "machine_learning_test.csv", mmlu_rows(seed))
     write_jsonl(root / "aime" / "aime_2022_2024.jsonl", aime_rows(seed))

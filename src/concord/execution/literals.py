@@ -10,7 +10,7 @@ stops at 200 levels of nesting) -- and from the tree
 * :func:`equals_json` decides Python's ``==`` between the value and a JSON value (what
   LiveCodeBench's grader computes), without building the candidate's value.
 
-Threats answered (issue #25):
+Threats answered, each by a property of the parser (a candidate controls every byte it reads):
 
 * *stalling the trusted process*: one regular-expression pass, an explicit stack (no
   recursion; nesting up to ``MAX_DEPTH``), a budget on the characters copied when sorted

@@ -4,7 +4,7 @@ Built here, in the trusted parent, with libseccomp (Debian ``libseccomp2`` throu
 ``pyseccomp`` ctypes binding), exported as a raw BPF program and handed to the sandbox's runner,
 whose children install it with ``prctl(PR_SET_SECCOMP)`` after dropping privileges (the harness
 stays standard-library only). Default action: allow; the rules below refuse, each answering a
-threat (issue #25):
+threat a candidate program poses:
 
 * ``unshare``, ``clone`` with any namespace flag, ``setns`` (EPERM), ``clone3`` (ENOSYS, so libc
   falls back to ``clone``, whose flags the filter can read): *a user namespace gives a candidate

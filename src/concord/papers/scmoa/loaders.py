@@ -37,25 +37,13 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from concord.data import BBH_TASK_SIZES
 from concord.io import read_jsonl
 
 LETTERS = "ABCDEFGHIJ"
 
 #: Benchmark sizes the SC-MoA paper prints (Section 5, Appendices A, B, D).
 PAPER_COUNTS = {"bbh3": 296, "bbh_full": 2561, "mmlu_ml": 112, "gpqa_diamond": 198, "aime": 90, "lcb_hard": 171}
-
-#: Examples per task in the BIG-Bench Hard release (27 tasks, 6,511 examples).
-BBH_TASK_SIZES = {
-    **{t: 250 for t in (
-        "boolean_expressions", "date_understanding", "disambiguation_qa", "dyck_languages", "formal_fallacies",
-        "geometric_shapes", "hyperbaton", "logical_deduction_five_objects", "logical_deduction_seven_objects",
-        "logical_deduction_three_objects", "movie_recommendation", "multistep_arithmetic_two", "navigate",
-        "object_counting", "reasoning_about_colored_objects", "ruin_names", "salient_translation_error_detection",
-        "sports_understanding", "temporal_sequences", "tracking_shuffled_objects_five_objects",
-        "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects", "web_of_lies",
-        "word_sorting")},
-    "causal_judgement": 187, "penguins_in_a_table": 146, "snarks": 178,
-}
 
 #: The paper's BBH subsets as per-task quotas. The paper prints only their sizes (BBH-3: 296
 #: problems of date_understanding, disambiguation_qa and penguins_in_a_table; full BBH: 2,561 of
