@@ -26,7 +26,7 @@ rm -f "$vllm_log"
 # per-test timeout. CONCORD_TEST_WORKERS=0 runs everything in this one process.
 workers=${CONCORD_TEST_WORKERS:-2}
 parallel=()
-(( workers > 0 )) && parallel=(-n "$workers" --dist loadgroup)
+(( workers > 0 )) && parallel=(-n "$workers")
 status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "${parallel[@]}" "$@" || status=$?
 

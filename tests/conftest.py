@@ -25,19 +25,41 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # scripts/test.sh runs it), not in an env without vLLM.
 collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_cpu"]
 
-#: Session setups that one worker builds for all its tests when pytest-xdist runs the suite on
-#: several workers (scripts/test.sh: ``-n 2 --dist loadgroup``): the toy workflow tree takes
-#: minutes to build, and the local Slurm cluster is one set of daemons per host. Every test that
-#: uses one of them goes to the same worker (an ``xdist_group``); the rest spread over both.
-SHARED_ON_ONE_WORKER = {"toy_tree": "toy-tree", "slurm_cluster": "slurm"}
+#: Under pytest-xdist (scripts/test.sh runs two workers) every module named here runs whole on
+#: one worker with the others of its group: the toy workflow tree takes minutes to build once
+#: per worker, and the local Slurm cluster is one set of daemons per host. Grouped by module,
+#: because the scheduler sees test ids only (xdist's own ``--dist loadgroup`` marks are lost on
+#: pytest 9, whose node ids are no longer the string xdist rewrites).
+ONE_WORKER_GROUPS = {
+    "tests/test_report.py": "toy-tree", "tests/test_workflow.py": "toy-tree",
+    "tests/test_slurm_local.py": "slurm", "tests/test_slurm_accounting.py": "slurm",
+    "tests/test_rehearsal.py": "slurm",
+}
+#: The session fixtures that need a group: a test using one must live in a module of its group.
+GROUPED_FIXTURES = {"toy_tree": "toy-tree", "slurm_cluster": "slurm"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        for fixture, group in SHARED_ON_ONE_WORKER.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
+        module = item.nodeid.split("::", 1)[0]
+        for fixture, group in GROUPED_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()) and ONE_WORKER_GROUPS.get(module) != group:
+                raise pytest.UsageError(f"{item.nodeid} uses {fixture}: add {module} to ONE_WORKER_GROUPS "
+                                        f"as {group!r} in tests/conftest.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # the vLLM-CPU env runs these tests without pytest-xdist
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        """xdist's load-by-scope scheduler where a scope is a group of ONE_WORKER_GROUPS or one
+        test; the largest scopes start first, each test elsewhere goes to whichever worker is free."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return ONE_WORKER_GROUPS.get(nodeid.split("::", 1)[0], nodeid)
+
+    return SharedSetupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
