@@ -111,7 +111,7 @@ def test_profile_runs_the_default_subset_on_slurm_like_locally(cluster, work, tm
                        "config/slurm_local.yaml", "--forcerun", *RERUN_LOCALLY)
     local_s = time.monotonic() - started
     assert local.returncode == 0, local.stderr[-4000:]
-    rerun = set(re.findall(r"^rule (\w+):", local.stdout + local.stderr, re.M))
+    rerun = set(re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", local.stdout + local.stderr))
     assert rerun == set(RERUN_LOCALLY), rerun
     for target in leaves:
         assert digest(slurm_dir / target) == digest(local_dir / target), target
