@@ -159,3 +159,24 @@ def test_nucleus_keeps_what_transformers_top_p_keeps():
             theirs = torch.isfinite(TopPLogitsWarper(top_p)(None, scaled.clone()))
             assert torch.equal(ours, theirs), top_p
     assert torch.isfinite(hf._nucleus(flat, 0.9)).sum(-1).min() > hf.TOP_P_CANDIDATES
+
+
+def test_two_level_inverse_cdf_draws_as_the_full_cumulative_sum():
+    """Block sums then one block's cumulative sum pick the token a float64 cumulative sum over the
+    whole vocabulary picks, and never a token of zero probability (a vocabulary not a multiple of
+    the block, zeros outside a nucleus, targets at block edges)."""
+    import torch
+
+    from concord.engines import hf
+
+    gen = torch.Generator().manual_seed(1)
+    probs = torch.softmax(torch.randn(64, 1000, generator=gen) * 3, -1)
+    probs[:, ::3] = 0  # a nucleus-like pattern of excluded tokens
+    probs[:5, 256:] = 0  # all mass in the first block
+    u = torch.rand((64, 1), generator=gen, dtype=torch.float64)
+    u[0], u[1] = 0.0, 1 - 1e-16
+    cdf = probs.double().cumsum(-1)
+    expected = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
+    got = hf._inverse_cdf(probs, u)
+    assert torch.equal(got, expected)
+    assert bool((probs.gather(-1, got[:, None]) > 0).all())

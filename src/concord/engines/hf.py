@@ -226,8 +226,8 @@ def _sample(logits, params: SamplingParams, generator):
     Greedy: the argmax, scored under the raw logits. Otherwise logits / temperature, restricted
     to the top-p nucleus as transformers' ``TopPLogitsWarper`` does (a token is kept while the
     probability mass strictly before it, in descending order, is below ``top_p``; the most probable
-    always), and drawn by inverse transform sampling: the first token whose cumulative probability
-    (float64) exceeds one uniform number per row.
+    always), and drawn by inverse transform sampling with one uniform number per row
+    (:func:`_inverse_cdf`).
     """
     import torch
 
@@ -239,10 +239,33 @@ def _sample(logits, params: SamplingParams, generator):
     if params.top_p < 1.0:
         scaled = _nucleus(scaled, params.top_p)
     logp = torch.log_softmax(scaled, -1)
-    cdf = logp.double().exp().cumsum(-1)
     u = torch.rand((logp.shape[0], 1), generator=generator, device=logp.device, dtype=torch.float64)
-    token = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp(max=logp.shape[-1] - 1)
+    token = _inverse_cdf(logp.exp(), u)
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
+
+
+#: vocabulary block of the two-level inverse CDF
+CDF_BLOCK = 256
+
+
+def _inverse_cdf(probs, u):
+    """Per row, the first token whose cumulative probability exceeds ``u`` x the row's total, in two
+    levels (block sums, then the one block's own cumulative sum) and in float64: a 49k-long float64
+    cumulative sum per row costs more than the rest of sampling. Tokens of zero probability are never
+    drawn: the block and the token are each the first whose running sum exceeds the target."""
+    import torch
+
+    rows, vocab = probs.shape
+    padded = torch.nn.functional.pad(probs, (0, -vocab % CDF_BLOCK)).view(rows, -1, CDF_BLOCK)
+    block_cdf = padded.sum(-1, dtype=torch.float64).cumsum(-1)
+    target = u * block_cdf[:, -1:]
+    block = torch.searchsorted(block_cdf, target, right=True).clamp(max=block_cdf.shape[1] - 1)
+    below = torch.where(block > 0, block_cdf.gather(-1, (block - 1).clamp(min=0)), torch.zeros_like(target))
+    within = padded[torch.arange(rows, device=probs.device), block.squeeze(-1)].cumsum(-1, dtype=torch.float64)
+    # float64 rounding may leave the residual at or past the block's own total: stay inside the block
+    residual = torch.minimum(target - below, within[:, -1:] * (1 - 1e-12))
+    offset = torch.searchsorted(within, residual, right=True).clamp(max=CDF_BLOCK - 1)
+    return (block * CDF_BLOCK + offset).squeeze(-1)
 
 
 def _nucleus(scaled, top_p: float):
