@@ -125,6 +125,40 @@ def test_training_and_offline_confidences_of_the_same_text_agree(tiny, tmp_path)
     assert np.abs(training_confidence(1.0) - offline).max() > 10 * 1e-4  # ten times the tolerance above
 
 
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_training_rollouts_come_from_the_engine_decode_loop(tiny, tmp_path, top_p):
+    """Roll-outs in training are sampled by the HF engine's decode loop; at top-p 1 its sampling
+    log-probabilities are the confidence (no second forward pass), and they equal TRL's forward at
+    the training temperature; at top-p < 1 (a renormalised nucleus, which TRL's forward does not
+    apply) the forward pass still scores them. A rerun with the same seed samples the same tokens."""
+    _, model_dir = tiny
+    training = {"temperature": 0.7, "top_p": top_p}
+    trainer, reward, _ = _trainer(model_dir, tmp_path / "ckpt", "cisc", training)
+    assert trainer._engine_generation_applies(None, {})
+    forwards = []
+    original = trainer._forward_confidence
+    trainer._forward_confidence = lambda p, c: forwards.append(len(p)) or original(p, c)
+    batch = next(iter(trainer.get_train_dataloader()))
+    prompt_ids = [trainer._tokenizer(trainer._tokenizer.apply_chat_template(x["prompt"], tokenize=False,
+                                                                             add_generation_prompt=True),
+                                     add_special_tokens=False)["input_ids"] for x in batch]
+    torch.manual_seed(3)
+    completions, logprobs = trainer._generate_single_turn(prompt_ids, None, {}, 4)
+    torch.manual_seed(3)
+    assert trainer._generate_single_turn(prompt_ids, None, {}, 4)[0] == completions
+    assert all(1 <= len(c) <= 12 for c in completions)
+    eos = trainer._tokenizer.eos_token_id
+    assert all(eos not in c[:-1] for c in completions)
+    trainer.model.train()
+    trainer._generate_and_score_completions(batch)
+    if top_p == 1.0:
+        assert len(logprobs) == len(completions) and not forwards
+        offline = np.array(original(prompt_ids, completions))
+        np.testing.assert_allclose([np.mean(lp) for lp in logprobs], offline, atol=1e-4)
+    else:
+        assert logprobs is None and forwards
+
+
 # --------------------------------------------------------------------------- CLI runs
 def _cli(root, model_dir, questions, name, arm="core", training=None, launcher=None):
     results = root / "results"
