@@ -1,7 +1,8 @@
-"""Hugging Face ``generate`` back-end (CPU or GPU).
+"""Hugging Face transformers back-end (CPU or GPU): the model's forward in a decode loop of its own
+(:meth:`HFEngine._decode`), ``generate`` for a policy sharded over processes.
 
 Confidence is the log-probability of each sampled token under the distribution it was sampled
-from (``output_scores=True``: the logits after temperature and top-p), the one definition used by
+from (the logits after temperature and top-p), the one definition used by
 roll-outs, rewards in training and the offline analysis alike: TRL scores a training roll-out
 under logits / temperature, and vLLM returns ``processed_logprobs`` (what TRL asks of it and what
 :class:`concord.engines.vllm.VLLMEngine` asks too). Greedy decoding scores raw logits.
