@@ -18,6 +18,12 @@ similar load):
 
 * tokens/s: generated tokens over wall time of one ``generate`` call, median and range over
   ``--repeats`` calls after one warm-up call (vLLM's first call traces its graph);
+* achieved GFLOPS: the floating-point work of the call (every prompt token's prefill, every
+  decoded row-step including rows that already stopped; 2 x the linear layers' weights per token
+  plus attention's 4 x heads x head_dim x context) over its wall time, beside the **matmul
+  GFLOPS** of the same core on the same shapes: the model's own linear layers (and tied LM head)
+  applied to ``rows`` activation rows with plain ``torch.nn.functional.linear``, the ceiling a
+  decode step could reach if it did nothing but its matrix products; and their ratio;
 * confidence agreement: |c_engine - c_ref| over every roll-out, where c is the mean token
   log-probability and c_ref the HF model's teacher-forced fp32 log-probabilities of the same
   tokens (the control: HF fp32 against itself, which is the float rounding of generate's
@@ -79,9 +85,62 @@ def build_engine(engine: str, model: Path, dtype: str, batch_size: int, max_mode
     return load_engine("vllm", model, dtype=dtype, max_model_len=max_model_len, seed=0)
 
 
-def teacher_forced(model, tokenizer, engine, conversations, gens) -> list[float]:
-    """The HF fp32 model's mean log-probability of each roll-out's own tokens."""
+def linear_shapes(config) -> list[tuple[int, int]]:
+    """(in, out) of every matrix product one token goes through: per layer q, k, v, o, gate, up,
+    down, then the LM head (Llama-shaped models: SmolLM2, Qwen2, Llama)."""
+    h, heads, kv = config.hidden_size, config.num_attention_heads, config.num_key_value_heads
+    hd = getattr(config, "head_dim", None) or h // heads
+    inter = config.intermediate_size
+    layer = [(h, heads * hd), (h, kv * hd), (h, kv * hd), (heads * hd, h), (h, inter), (h, inter), (inter, h)]
+    return layer * config.num_hidden_layers + [(h, config.vocab_size)]
+
+
+def token_flops(config, context: int) -> float:
+    """FLOPs to run one token at ``context`` positions of attention (its own included)."""
+    heads = config.num_attention_heads
+    hd = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return 2.0 * sum(i * o for i, o in linear_shapes(config)) + 4.0 * config.num_hidden_layers * heads * hd * context
+
+
+def call_flops(config, prompt_lengths: list[int], batch_size: int, gens) -> float:
+    """Work of one ``generate`` call, batch by batch as the HF engine runs it (rows of a prompt
+    contiguous, ``batch_size`` rows a batch): each distinct prompt of a batch prefilled once, then
+    every row decoded for as many steps as its batch's longest roll-out (stopped rows still compute;
+    the first token comes from the prefill)."""
+    rows = [(q, prompt_lengths[q], g.n_tokens) for q, samples in enumerate(gens) for g in samples]
+    flops = 0.0
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        for q in dict.fromkeys(r[0] for r in batch):
+            flops += sum(token_flops(config, c) for c in range(1, prompt_lengths[q] + 1))
+        steps = max(r[2] for r in batch)
+        flops += sum(token_flops(config, p + t) for _, p, _ in batch for t in range(1, steps))
+    return flops
+
+
+def matmul_gflops(model, rows: int, repeats: int = 3) -> float:
+    """GFLOPS of the model's own linear layers (weights as loaded) on ``rows`` activation rows:
+    one pass through every layer's products in order, best of ``repeats``."""
     import torch
+
+    weights = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    inputs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in weights}
+    flops = sum(2.0 * rows * w.shape[0] * w.shape[1] for w in weights)
+    best = float("inf")
+    with torch.no_grad():
+        for _ in range(repeats + 1):
+            t = time.perf_counter()
+            for w in weights:
+                torch.nn.functional.linear(inputs[w.shape[1]], w)
+            best = min(best, time.perf_counter() - t)
+    return flops / best / 1e9
+
+
+def teacher_forced(model, tokenizer, engine, conversations, gens, params) -> list[float]:
+    """The HF fp32 model's mean log-probability of each roll-out's own tokens under the distribution
+    they were sampled from (logits / temperature over the top-p nucleus: the confidence's definition)."""
+    import torch
+    from transformers.generation.logits_process import TopPLogitsWarper
 
     out = []
     for conv, samples in zip(conversations, gens):
@@ -90,6 +149,10 @@ def teacher_forced(model, tokenizer, engine, conversations, gens) -> list[float]
             ids = torch.tensor([prompt + g.token_ids])
             with torch.no_grad():
                 logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+            if not params.greedy:
+                logits = logits / params.temperature
+                if params.top_p < 1:
+                    logits = TopPLogitsWarper(params.top_p)(None, logits)
             lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(g.token_ids)[:, None]).squeeze(-1)
             out.append(float(lp.mean()))
     return out
@@ -111,6 +174,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--engines", default="hf,vllm")
     ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--batch-size", type=int, default=None, help="engine batch rows (default: engine.batch_size)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the default run's jobs use 1)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -133,11 +197,12 @@ def main(argv=None) -> int:
     conversations, rollouts, engine_cfg = workload(args.questions)
     params = SamplingParams(n=int(rollouts["n"]), temperature=float(rollouts["temperature"]),
                             top_p=float(rollouts["top_p"]), max_new_tokens=int(rollouts["max_new_tokens"]), seed=0)
+    batch_size = args.batch_size or int(engine_cfg.get("batch_size", 32))
     print(f"processor: {processor_label()}; dtype auto resolves to {resolve_dtype('auto', 'cpu')}; torch threads "
           f"{args.threads}")
     print(f"workload: {model_dir.name}, {len(conversations)} questions x N={params.n} at T={params.temperature}, "
-          f"{params.max_new_tokens} new tokens ({len(conversations) * params.n} rows, engine.batch_size "
-          f"{engine_cfg.get('batch_size', 32)})")
+          f"{params.max_new_tokens} new tokens ({len(conversations) * params.n} rows, engine batch "
+          f"{batch_size} rows)")
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     reference = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     rows = []
@@ -145,26 +210,37 @@ def main(argv=None) -> int:
         for dtype in [d for d in args.dtypes.split(",") if d]:
             before = load()
             t = time.time()
-            engine = build_engine(engine_name, model_dir, dtype, int(engine_cfg.get("batch_size", 32)),
-                                  max_model_len=1024)
+            engine = build_engine(engine_name, model_dir, dtype, batch_size, max_model_len=1024)
             build_s = time.time() - t
             engine.generate(conversations, params)  # warm-up (vLLM traces its graph on the first call)
-            rates, gens = [], None
+            rates, gflops, gens = [], [], None
+            prompt_lengths = [len(tokenizer(engine.render(c), add_special_tokens=False)["input_ids"])
+                              for c in conversations]
             for r in range(args.repeats):
                 call = SamplingParams(**{**params.__dict__, "seed": r + 1})
                 t = time.time()
                 gens = engine.generate(conversations, call)
-                rates.append(sum(g.n_tokens for s in gens for g in s) / (time.time() - t))
-            ref = teacher_forced(reference, tokenizer, engine, conversations, gens)
+                wall = time.time() - t
+                rates.append(sum(g.n_tokens for s in gens for g in s) / wall)
+                gflops.append(call_flops(reference.config, prompt_lengths, batch_size, gens)
+                              / wall / 1e9)
+            rows_per_batch = min(batch_size, len(conversations) * params.n)
+            reference.to(getattr(torch, resolve_dtype(dtype, "cpu")))
+            peak = matmul_gflops(reference, rows_per_batch)
+            reference.to(torch.float32)
+            ref = teacher_forced(reference, tokenizer, engine, conversations, gens, params)
             errors = [abs(g.mean_logprob - c) for g, c in zip((g for s in gens for g in s), ref)]
             mean, lo, hi = bootstrap_mean(errors)
             row = {"engine": engine_name, "dtype": dtype, "tokens_per_s_median": statistics.median(rates),
                    "tokens_per_s_min": min(rates), "tokens_per_s_max": max(rates), "build_s": round(build_s, 1),
+                   "gflops_median": statistics.median(gflops), "matmul_gflops": peak,
+                   "gflops_ratio": statistics.median(gflops) / peak, "batch_rows": rows_per_batch,
                    "conf_err_mean": mean, "conf_err_ci95": [lo, hi], "conf_err_max": max(errors),
                    "rollouts": len(errors), "load_before": before, "load_after": load()}
             rows.append(row)
             print(f"{engine_name:>4} {dtype:>8}: {row['tokens_per_s_median']:7.1f} tokens/s (range "
-                  f"{row['tokens_per_s_min']:.1f}-{row['tokens_per_s_max']:.1f}, {args.repeats} calls); |c - c_ref| "
+                  f"{row['tokens_per_s_min']:.1f}-{row['tokens_per_s_max']:.1f}, {args.repeats} calls); {row['gflops_median']:.1f} GFLOPS "
+                  f"vs matmul {peak:.1f} GFLOPS at {rows_per_batch} rows (ratio {row['gflops_ratio']:.2f}); |c - c_ref| "
                   f"mean {mean:.2e} nats (95% CI {lo:.2e}-{hi:.2e}), max {row['conf_err_max']:.2e}; built in "
                   f"{build_s:.0f} s; {before} -> {row['load_after']}", flush=True)
             del engine

@@ -107,24 +107,76 @@ def test_vllm_stays_out_of_the_cpu_env_and_fails_clearly(tiny_model_dir):
 
 @pytest.mark.transformers
 def test_shared_prompt_prefix_gives_the_same_samples(engine):
-    """n samples of one prompt reuse one prefill (a KV cache copied per row); the samples, their
-    token ids and confidences must equal those of generating every row from scratch."""
+    """n samples of one prompt reuse one prefill (a static KV cache copied per row); the samples,
+    their token ids and confidences must equal those of prefilling every row itself."""
     import torch
 
-    convs = [CONV, [{"role": "user", "content": "Name a colour, please."}]]
+    prompts = [engine.render(c) for c in (CONV, [{"role": "user", "content": "Name a colour, please."}])]
     params = SamplingParams(n=3, temperature=1.0, max_new_tokens=10, seed=5)
-    shared = engine.generate(convs, params)
-    calls = []
-    original = engine._shared_prefix_cache
-    try:
-        engine._shared_prefix_cache = lambda enc, rows: calls.append(1) or original(enc, rows)
-        assert engine.generate(convs, params) == shared
-        assert calls, "rows repeating a prompt should share its prefill"
-        # Rows from scratch: the same batches, with no cache handed to generate.
-        engine._shared_prefix_cache = lambda enc, rows: None
-        scratch = engine.generate(convs, params)
-    finally:
-        engine._shared_prefix_cache = original
-    assert [[g.token_ids for g in gs] for gs in scratch] == [[g.token_ids for g in gs] for gs in shared]
-    for a, b in zip(sum(scratch, []), sum(shared, [])):
-        assert torch.allclose(torch.tensor(a.token_logprobs), torch.tensor(b.token_logprobs), atol=1e-4)
+    enc = engine.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    rows = torch.tensor([0, 0, 0, 1, 1, 1])
+    shared = engine._decode(enc, rows, params, seed=5)
+    per_row = {k: v.index_select(0, rows) for k, v in enc.items()}
+    scratch = engine._decode(per_row, torch.arange(6), params, seed=5)
+    assert torch.equal(shared[0], scratch[0])
+    assert torch.allclose(shared[1], scratch[1], atol=1e-4)
+
+
+@pytest.mark.transformers
+def test_decode_loop_matches_transformers_generate_greedily(engine):
+    """The engine's own decode loop (static cache, left-padded rows of different lengths) continues
+    a prompt as transformers' ``generate`` does: greedy tokens equal, log-probabilities within float
+    rounding."""
+    import torch
+
+    convs = [CONV, [{"role": "user", "content": "Please name three colours that you like a lot."}]]
+    prompts = [engine.render(c) for c in convs]
+    params = SamplingParams(n=2, temperature=0, max_new_tokens=12)
+    enc = engine.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    rows = torch.tensor([0, 0, 1, 1])
+    ours, our_lps = engine._decode(enc, rows, params, seed=0)
+    theirs, their_lps = engine._hf_generate(enc, rows, params, seed=0)
+    steps = theirs.shape[1]
+    assert torch.equal(ours[:, :steps], theirs)
+    assert torch.allclose(our_lps[:, :steps], their_lps, atol=1e-4)
+
+
+@pytest.mark.transformers
+def test_nucleus_keeps_what_transformers_top_p_keeps():
+    """The nucleus found among the top candidates (or by a full sort when they hold too little
+    mass) is ``TopPLogitsWarper``'s."""
+    import torch
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    from concord.engines import hf
+
+    gen = torch.Generator().manual_seed(0)
+    peaked = torch.randn(4, 1000, generator=gen) * 4  # nucleus within the top 256
+    flat = torch.randn(4, 1000, generator=gen) * 0.1  # nucleus larger than 256: the full sort
+    for scaled in (peaked, flat):
+        for top_p in (0.5, 0.9, 0.95):
+            ours = torch.isfinite(hf._nucleus(scaled, top_p))
+            theirs = torch.isfinite(TopPLogitsWarper(top_p)(None, scaled.clone()))
+            assert torch.equal(ours, theirs), top_p
+    assert torch.isfinite(hf._nucleus(flat, 0.9)).sum(-1).min() > hf.TOP_P_CANDIDATES
+
+
+def test_two_level_inverse_cdf_draws_as_the_full_cumulative_sum():
+    """Block sums then one block's cumulative sum pick the token a float64 cumulative sum over the
+    whole vocabulary picks, and never a token of zero probability (a vocabulary not a multiple of
+    the block, zeros outside a nucleus, targets at block edges)."""
+    import torch
+
+    from concord.engines import hf
+
+    gen = torch.Generator().manual_seed(1)
+    probs = torch.softmax(torch.randn(64, 1000, generator=gen) * 3, -1)
+    probs[:, ::3] = 0  # a nucleus-like pattern of excluded tokens
+    probs[:5, 256:] = 0  # all mass in the first block
+    u = torch.rand((64, 1), generator=gen, dtype=torch.float64)
+    u[0], u[1] = 0.0, 1 - 1e-16
+    cdf = probs.double().cumsum(-1)
+    expected = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
+    got = hf._inverse_cdf(probs, u)
+    assert torch.equal(got, expected)
+    assert bool((probs.gather(-1, got[:, None]) > 0).all())

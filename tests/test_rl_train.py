@@ -126,6 +126,40 @@ def test_training_and_offline_confidences_of_the_same_text_agree(tiny, tmp_path)
     assert np.abs(training_confidence(1.0) - offline).max() > 10 * 1e-4  # ten times the tolerance above
 
 
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_training_rollouts_come_from_the_engine_decode_loop(tiny, tmp_path, top_p):
+    """Roll-outs in training are sampled by the HF engine's decode loop; at top-p 1 its sampling
+    log-probabilities are the confidence (no second forward pass), and they equal TRL's forward at
+    the training temperature; at top-p < 1 (a renormalised nucleus, which TRL's forward does not
+    apply) the forward pass still scores them. A rerun with the same seed samples the same tokens."""
+    _, model_dir = tiny
+    training = {"temperature": 0.7, "top_p": top_p}
+    trainer, reward, _ = _trainer(model_dir, tmp_path / "ckpt", "cisc", training)
+    assert trainer._engine_generation_applies(None, {})
+    forwards = []
+    original = trainer._forward_confidence
+    trainer._forward_confidence = lambda p, c: forwards.append(len(p)) or original(p, c)
+    batch = next(iter(trainer.get_train_dataloader()))
+    prompt_ids = [trainer._tokenizer(trainer._tokenizer.apply_chat_template(x["prompt"], tokenize=False,
+                                                                             add_generation_prompt=True),
+                                     add_special_tokens=False)["input_ids"] for x in batch]
+    torch.manual_seed(3)
+    completions, logprobs = trainer._generate_single_turn(prompt_ids, None, {}, 4)
+    torch.manual_seed(3)
+    assert trainer._generate_single_turn(prompt_ids, None, {}, 4)[0] == completions
+    assert all(1 <= len(c) <= 12 for c in completions)
+    eos = trainer._tokenizer.eos_token_id
+    assert all(eos not in c[:-1] for c in completions)
+    trainer.model.train()
+    trainer._generate_and_score_completions(batch)
+    if top_p == 1.0:
+        assert len(logprobs) == len(completions) and not forwards
+        offline = np.array(original(prompt_ids, completions))
+        np.testing.assert_allclose([np.mean(lp) for lp in logprobs], offline, atol=1e-4)
+    else:
+        assert logprobs is None and forwards
+
+
 # --------------------------------------------------------------------------- CLI runs
 def _cli(root, model_dir, questions, name, arm="core", training=None, launcher=None):
     results = root / "results"
@@ -178,6 +212,28 @@ def test_training_runs_and_logs_every_step(reference_run, tiny):
     _, model_dir = tiny
     start, end = _weights(model_dir), _weights(out)
     assert any(not torch.equal(start[k], end[k]) for k in start)
+
+
+def test_validation_under_the_evaluation_protocol_is_the_evaluation_of_the_same_policy(tiny, tmp_path):
+    """Figure 3's points and Table 1's numbers: validated with the evaluation's questions, k, seed,
+    sampling and batch, step 0 is Base's evaluation and the last step the trained model's, sample
+    for sample (one seed at every step: common random numbers)."""
+    from concord.papers.core.evaluation import evaluate
+
+    root, model_dir = tiny
+    protocol = {"eval_every": 3, "val_questions": 6, "val_k": 4, "val_max_new_tokens": 12, "val_batch_size": 24}
+    cmd, env, out, _ = _cli(root, model_dir, root / "questions.jsonl", "validated", training=protocol)
+    _run(cmd, env)
+    curve = {r["step"]: r["val_pass_at_1"] for r in read_jsonl(out / "log.jsonl") if "val_pass_at_1" in r}
+    assert sorted(curve) == [0, 3]
+    ev = {"k": 4, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 12, "max_questions": 6}
+    engine = {"backend": "hf", "dtype": "float32", "batch_size": 24}
+    policy = resolve_section("answers", {})["policy"]  # what the training CLI reads without --answers
+    base, trained = (evaluate(model_dir=m, questions_path=root / "questions.jsonl", out_path=tmp_path / f"{name}.json",
+                              seed=0, evaluation=ev, engine=engine, arm=name, answers_policy=policy)
+                     for name, m in (("base", model_dir), ("core", out)))
+    assert curve[0] == base["pass_at_1"] and curve[3] == trained["pass_at_1"]
+    assert base["pass_at_1"] != trained["pass_at_1"]  # the policy moved between the two points
 
 
 def test_gold_answers_never_reach_training(reference_run, tiny):

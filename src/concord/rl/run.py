@@ -217,6 +217,8 @@ def _build_trainer(run: TrainingRun, settings, questions, held_out, dataset, tok
             run_log.reset()  # a fresh start must not inherit rows of an earlier attempt
     else:
         log.info("resuming from %s", resume)
+    # seed x 1_000_003 is the seed `concord.papers.core.evaluation.evaluate` gives its first chunk of
+    # questions: validated as evaluated, the policy draws the evaluation's samples.
     val_cfg = {
         "prompt_style": run.prompt_style, "k": int(cfg["val_k"]), "temperature": float(ev["temperature"]),
         "top_p": float(ev["top_p"]), "max_new_tokens": cfg["val_max_new_tokens"],

@@ -102,6 +102,65 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         mark_sharded_for_generation(self)
         return self._generate_with_confidence(prompts)
 
+    # -- 0b. roll-outs on the HF engine's decode loop ----------------------------------------------
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        """TRL's transformers path, sampled by :meth:`concord.engines.hf.HFEngine._decode` instead of
+        ``generate`` where the two sample the same distribution (text-only prompts, temperature and
+        top-p only, one EOS, parameters not sharded): the group's prompt is prefilled once, the KV
+        cache is written in place, and each token's sampling log-probability comes with it, so
+        at top-p 1 (where it is TRL's forward's ``logits / temperature``) the confidence needs no
+        second forward pass over every roll-out. Anything else goes to TRL's own path."""
+        if not self._engine_generation_applies(images, multimodal_fields):
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        from trl.models import unwrap_model_for_generation
+
+        from concord.engines.base import SamplingParams
+        from concord.engines.hf import HFEngine
+
+        device = self.accelerator.device
+        unique = list(dict.fromkeys(tuple(ids) for ids in prompt_ids))
+        position = {ids: i for i, ids in enumerate(unique)}
+        enc = {"input_ids": pad([torch.tensor(ids) for ids in unique], padding_value=self._tokenizer.pad_token_id,
+                                padding_side="left").to(device),
+               "attention_mask": pad([torch.ones(len(ids), dtype=torch.long) for ids in unique], padding_value=0,
+                                     padding_side="left").to(device)}
+        rows = torch.tensor([position[tuple(ids)] for ids in prompt_ids], device=device)
+        params = SamplingParams(temperature=float(self.temperature), top_p=float(self.top_p),
+                                max_new_tokens=int(self.max_completion_length))
+        # One draw from torch's global generator (seeded by the trainer) seeds the step's sampler:
+        # reruns repeat, and every step and process gets its own stream.
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+        ):
+            engine = HFEngine.from_model(unwrapped_model, self._tokenizer)
+            tokens, logprobs = engine._decode(enc, rows, params, seed)
+        eos = self._tokenizer.eos_token_id
+        completion_ids, completion_logprobs = [], []
+        for ids, lps in zip(tokens.tolist(), logprobs.tolist()):
+            length = ids.index(eos) + 1 if eos in ids else len(ids)  # the EOS is part of the completion
+            completion_ids.append(ids[:length])
+            completion_logprobs.append(lps[:length])
+        return completion_ids, (completion_logprobs if self.top_p == 1.0 else None)
+
+    def _engine_generation_applies(self, images, multimodal_fields) -> bool:
+        g = getattr(self, "generation_kwargs", None) or {}
+        return (
+            not self.use_vllm and not self.use_transformers_continuous_batching
+            and images is None and not multimodal_fields and not self._is_vlm and not is_sharded(self)
+            and self.pad_to_multiple_of is None
+            and len(self.eos_token_ids) == 1 and self.eos_token_ids[0] == self._tokenizer.eos_token_id
+            and g.get("top_k") in (None, 0) and g.get("min_p") is None
+            and g.get("repetition_penalty") in (None, 1.0) and self.args.generation_kwargs is None
+            and g.get("cache_implementation") is None
+        )
+
     # -- 1. confidence ------------------------------------------------------------------------
     # Maintenance note: this unpacks the 8-tuple TRL 1.16's private ``GRPOTrainer._generate(prompts)``
     # returns; tests/test_rl.py::test_trl_private_methods_concord_overrides_keep_their_shape fails
@@ -110,6 +169,7 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         (prompt_ids, completion_ids, tool_mask, completions, logprobs,
          extra_fields, images, tool_images) = super()._generate(prompts)
         if logprobs is not None:
+            # vLLM's per-token sampling log-probs, or the engine decode loop's (top-p 1: logits / T)
             confidence = [_mean_finite(seq) for seq in logprobs]
         else:
             confidence = self._forward_confidence(prompt_ids, completion_ids)

@@ -258,9 +258,11 @@ class TrainingMonitor(_callback_base()):
         if not self.val_questions or self.eval_every <= 0:
             return {}
         t = time.time()
-        out = validation_pass_at_1(self.trainer, self.val_questions, task=self.task, seed=self.val_cfg["seed"] + step,
-                                   answer_policy=self.answer_policy,
-                                   **{k: v for k, v in self.val_cfg.items() if k != "seed"})
+        # The same seed at every step (common random numbers): two steps' points differ by what the
+        # policy learned, not by another random draw, and with the evaluation's protocol (its
+        # questions, k, seed and batch) the last point is the trained policy's evaluation.
+        out = validation_pass_at_1(self.trainer, self.val_questions, task=self.task, answer_policy=self.answer_policy,
+                                   **self.val_cfg)
         # Every process logs its own result: they must agree (gathered), and a test checks that they do.
         log.info("process %d: step %d validation pass@1 %.6f on %d question(s) in %.1f s",
                  self.trainer.accelerator.process_index, step, out["val_pass_at_1"], out["val_questions"],
