@@ -12,6 +12,7 @@ import signal
 import socket
 import threading
 import time
+from typing import Callable
 
 from concord.answers.canonical import _FRACTION_KEY, cluster_keys, decide_cheaply, key_info, too_complex
 from concord.answers.protocol import _Reader, _send
@@ -49,16 +50,24 @@ def _template_main(control_fd: int, memory_mb: int) -> None:
 
 
 def _worker_loop(sock: socket.socket, memory_mb: int, template_pid: int) -> None:
-    import sympy
-    from math_verify import parse, verify
-
+    verified = _symbolic_checker(lambda *op: _send(sock, ("op", *op)))  # imports sympy and math-verify first
     _limit_memory(memory_mb)
     _die_with_parent()
     threading.Thread(target=_exit_when_orphaned, args=(template_pid,), daemon=True).start()
     reader = _Reader(sock)
+    while True:
+        request = reader.read(None)
+        if request is None:
+            return
+        _serve(sock, request, verified)
 
-    def report(*op) -> None:
-        _send(sock, ("op", *op))
+
+def _symbolic_checker(report: Callable[..., None]) -> Callable[[str, str], bool]:
+    """``verified(gold, pred)``: math-verify's verdict on two canonical keys, each key parsed once
+    and each pair decided once; ``report`` announces every parse and verify before it starts (the
+    parent learns which one hung)."""
+    import sympy
+    from math_verify import parse, verify
 
     @functools.lru_cache(maxsize=8192)
     def parsed(key: str):
@@ -100,35 +109,37 @@ def _worker_loop(sock: socket.socket, memory_mb: int, template_pid: int) -> None
         except Exception:  # noqa: BLE001 - a comparison that errors is not a match
             return False
 
-    while True:
-        request = reader.read(None)
-        if request is None:
-            return
-        _, jobs, opaque, bad_pairs = request
+    return verified
 
-        def usable(a: str, b: str) -> bool:
-            return not (a in opaque or b in opaque or (a, b) in bad_pairs or too_complex(a) or too_complex(b))
 
-        def equivalent(a: str, b: str) -> bool:
-            cheap = decide_cheaply(a, b)
-            if cheap is not None:
-                return cheap
-            # Grouping needs a symmetric relation and math-verify is asymmetric (a gold ``0`` accepts
-            # ``a+3z=0``): only a verdict in both directions is an equivalence.
-            return usable(a, b) and verified(a, b) and verified(b, a)
+def _serve(sock: socket.socket, request: tuple, verified: Callable[[str, str], bool]) -> None:
+    """Answer one request's jobs (group or grade), each as it is done, then ``end``; an error is
+    reported instead of killing the worker."""
+    _, jobs, opaque, bad_pairs = request
 
-        try:
-            for job_id, job in jobs:
-                if job[0] == "group":
-                    result = cluster_keys(job[1], equivalent)
-                elif job[0] == "grade":
-                    result = usable(job[1], job[2]) and verified(job[1], job[2])
-                else:
-                    raise ValueError(f"unknown job kind {job[0]!r}")
-                _send(sock, ("done", job_id, result))
-            _send(sock, ("end",))
-        except Exception as exc:  # noqa: BLE001 - report instead of dying silently
-            _send(sock, ("error", f"{type(exc).__name__}: {exc}"))
+    def usable(a: str, b: str) -> bool:
+        return not (a in opaque or b in opaque or (a, b) in bad_pairs or too_complex(a) or too_complex(b))
+
+    def equivalent(a: str, b: str) -> bool:
+        cheap = decide_cheaply(a, b)
+        if cheap is not None:
+            return cheap
+        # Grouping needs a symmetric relation and math-verify is asymmetric (a gold ``0`` accepts
+        # ``a+3z=0``): only a verdict in both directions is an equivalence.
+        return usable(a, b) and verified(a, b) and verified(b, a)
+
+    try:
+        for job_id, job in jobs:
+            if job[0] == "group":
+                result = cluster_keys(job[1], equivalent)
+            elif job[0] == "grade":
+                result = usable(job[1], job[2]) and verified(job[1], job[2])
+            else:
+                raise ValueError(f"unknown job kind {job[0]!r}")
+            _send(sock, ("done", job_id, result))
+        _send(sock, ("end",))
+    except Exception as exc:  # noqa: BLE001 - report instead of dying silently
+        _send(sock, ("error", f"{type(exc).__name__}: {exc}"))
 
 
 # Far looser than math-verify's float rounding (6 decimals): the shortcut only rejects pairs that

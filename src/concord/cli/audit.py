@@ -41,13 +41,14 @@ def _facts_from_snakefile(snakefile: Path, results: Path, configfiles) -> object
     from snakemake.persistence.file import FilePersistence
 
     from concord import audit
+    from concord.audit.metadata import _read_records, _rule_facts
 
     targets = audit.sidecar_targets(results)
     # Rules (temp flags, conda env files) come from the Snakefile; records from .snakemake/.
     api_plan_rules = _load_rules(snakefile, configfiles)
-    temp_patterns, conda_envs = audit._rule_facts(api_plan_rules)
+    temp_patterns, conda_envs = _rule_facts(api_plan_rules)
     persistence = FilePersistence(nolock=True, path=Path(".snakemake").resolve())
-    return audit.WorkflowFacts(audit._read_records(persistence, targets), temp_patterns, conda_envs)
+    return audit.WorkflowFacts(_read_records(persistence, targets), temp_patterns, conda_envs)
 
 
 def _load_rules(snakefile: Path, configfiles):

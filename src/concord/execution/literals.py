@@ -300,19 +300,7 @@ def canonical(tree: tuple, budget: int | None = None, deadline: float | None = N
             item[1].append(text)
             continue
         if op == "close":
-            _, kind, bucket, pairs = item
-            if kind == "dict":
-                entries = _dedupe_keys(bucket)
-                body = ", ".join(sorted(k + ": " + v for k, v in entries))
-                out.append("{" + body + "}")
-            else:
-                texts = sorted(bucket)
-                uniq = [t for i, t in enumerate(texts) if i == 0 or t != texts[i - 1]]
-                body = ", ".join(uniq)
-                if kind == "set":
-                    out.append("{" + body + "}" if uniq else "set()")
-                else:
-                    out.append("frozenset({" + body + "})" if uniq else "frozenset()")
+            out.append(_sorted_container(item[1], item[2]))
             continue
         if op == "pair":  # a dict entry's key and value texts, collected in order
             _, bucket, store = item
@@ -351,6 +339,20 @@ def canonical(tree: tuple, budget: int | None = None, deadline: float | None = N
         else:
             raise LiteralError(f"unknown node {kind}")
     return "".join(out)
+
+
+def _sorted_container(kind: str, bucket: list) -> str:
+    """A set's, frozenset's or dict's text from its elements' (or entries') texts: sorted,
+    duplicates dropped (a dict keeps a repeated key's last value)."""
+    if kind == "dict":
+        entries = _dedupe_keys(bucket)
+        return "{" + ", ".join(sorted(k + ": " + v for k, v in entries)) + "}"
+    texts = sorted(bucket)
+    uniq = [t for i, t in enumerate(texts) if i == 0 or t != texts[i - 1]]
+    body = ", ".join(uniq)
+    if kind == "set":
+        return "{" + body + "}" if uniq else "set()"
+    return "frozenset({" + body + "})" if uniq else "frozenset()"
 
 
 def _dedupe_keys(pairs: list) -> list:

@@ -263,89 +263,113 @@ def core_rows(cells: Sequence[PrintedCell] | None = None) -> list[Statistic]:
     """CoRE statistics whose inputs are its printed cells: each Δ = arm − Base, each table's Mean Δ
     (mean of its printed Δ cells), the §5/§6 means of cell differences, the Figure 5a wins, sign
     test and Wilcoxon signed-rank test over the 14 MATH L4/L5 cells."""
-    cells = list(load_printed("core") if cells is None else cells)
-    by_measure: dict[str, PrintedCell] = {}
-    for cell in cells:
-        by_measure.setdefault(cell.measure, cell)
-    pass_at_1 = {tuple(c.measure.split(":")[1:]): c for c in cells if c.measure.startswith("pass_at_1:")}
-    table_of = {(m, b): c.table.split()[-1] for (m, b, _a), c in pass_at_1.items() if c.table.startswith("Table")}
-    out: list[Statistic] = []
+    core = _CoreCells(list(load_printed("core") if cells is None else cells))
+    core.delta_rows()
+    core.derived_rows()
+    core.margin_row()
+    core.fig5a_rows()
+    return core.out
 
-    def add(cell: PrintedCell, method: str, inputs: str, statistic: str) -> None:
+
+class _CoreCells:
+    """CoRE's printed cells indexed by measure, and the statistics drawn from them so far (``out``)."""
+
+    def __init__(self, cells: list[PrintedCell]) -> None:
+        self.cells = cells
+        self.by_measure: dict[str, PrintedCell] = {}
+        for cell in cells:
+            self.by_measure.setdefault(cell.measure, cell)
+        self.pass_at_1 = {tuple(c.measure.split(":")[1:]): c for c in cells if c.measure.startswith("pass_at_1:")}
+        self.table_of = {(m, b): c.table.split()[-1] for (m, b, _a), c in self.pass_at_1.items()
+                         if c.table.startswith("Table")}
+        self.deltas: dict[tuple[str, str, str], PrintedCell] = {}
+        self.out: list[Statistic] = []
+
+    def add(self, cell: PrintedCell, method: str, inputs: str, statistic: str) -> None:
         printed = cell.text if cell.spread_kind not in ("lower_bound", "upper_bound") else (
             (">" if cell.spread_kind == "lower_bound" else "<") + cell.text.lstrip("+"))
-        out.append(Statistic(id=f"core.{cell.id}", paper="core", table=cell.table, row=cell.row, statistic=statistic,
-                             method=method, inputs=inputs, printed=printed, quote=cell.quote,
-                             anomaly=_anomaly_of(cell)))
+        self.out.append(Statistic(id=f"core.{cell.id}", paper="core", table=cell.table, row=cell.row,
+                                  statistic=statistic, method=method, inputs=inputs, printed=printed,
+                                  quote=cell.quote, anomaly=_anomaly_of(cell)))
 
-    deltas: dict[tuple[str, str, str], PrintedCell] = {}
-    for cell in cells:
-        parts = cell.measure.split(":")
-        if parts[0] == "delta":
-            model, bench, arm = parts[1:]
-            deltas[(model, bench, arm)] = cell
-            arm_cell, base = pass_at_1.get((model, bench, arm)), pass_at_1.get((model, bench, "base"))
-            if arm_cell is not None and base is not None:
-                add(cell, "difference", f"a={arm_cell.text};b={base.text}", f"Δ {arm} − Base")
-
-    def cell_differences(first: str, second: str, table: str | None) -> tuple[list[str], list[str]]:
+    def differences(self, first: str, second: str, table: str | None) -> tuple[list[str], list[str]]:
+        """The printed pass@1 of arm ``first`` and arm ``second`` in every cell that has both (of one table)."""
         a, b = [], []
-        for (model, bench, arm), c in pass_at_1.items():
-            if arm != first or (table is not None and table_of.get((model, bench)) != table):
+        for (model, bench, arm), c in self.pass_at_1.items():
+            if arm != first or (table is not None and self.table_of.get((model, bench)) != table):
                 continue
-            other = pass_at_1.get((model, bench, second))
+            other = self.pass_at_1.get((model, bench, second))
             if other is not None:
                 a.append(c.text)
                 b.append(other.text)
         return a, b
 
-    for cell in cells:
-        parts = cell.measure.split(":")
-        if parts[0] == "family_mean_delta":
-            table, arm = parts[1][len("table"):], parts[2]
-            values = [d.text for (m, b, a), d in deltas.items() if a == arm and table_of.get((m, b)) == table]
-            add(cell, "mean", f"values={' '.join(values)}", f"mean of Table {table}'s {len(values)} Δ {arm} cells")
-        elif parts[0] == "overall_mean_delta":
-            arm = parts[1]
-            values = [d.text for (m, b, a), d in deltas.items() if a == arm]
-            add(cell, "mean", f"values={' '.join(values)}", f"mean of all {len(values)} Δ {arm} cells")
-        elif parts[0] == "core_minus_cisc":
-            table = None if parts[1] == "all" else parts[1][len("table"):]
-            a, b = cell_differences("core", "cisc", table)
-            add(cell, "mean_difference", f"a={' '.join(a)};b={' '.join(b)}", f"mean of {len(a)} cells' CoRE − CISC")
-        elif parts[0] == "core_minus_majority":
-            model, bench = parts[1:]
-            core, maj = pass_at_1.get((model, bench, "core")), pass_at_1.get((model, bench, "majority"))
-            if core is not None and maj is not None:
-                add(cell, "difference", f"a={core.text};b={maj.text}", "CoRE − Majority")
-        elif parts[0] == "recovery" and parts[-1] == "net":
-            rec = by_measure.get(":".join(parts[:-1] + ["recovered_total"]))
-            reg = by_measure.get(":".join(parts[:-1] + ["regressions"]))
-            if rec is not None and reg is not None:
-                add(cell, "difference", f"a={rec.text};b={reg.text}", "recoveries − regressions")
-    a, b = cell_differences("core", "majority", None)
-    if a:
-        out.append(Statistic(
-            id="core.abstract.max_margin_over_majority", paper="core", table="Abstract", row="all model–benchmark cells",
-            statistic="largest CoRE − Majority", method="max_difference", inputs=f"a={' '.join(a)};b={' '.join(b)}",
-            printed="+7.5", quote="margins over the vote of up to $+7.5$ points"))
-    fig5a = {c.measure.split(":")[1]: c for c in cells if c.measure.startswith("fig5a:")}
-    if fig5a:
+    def delta_rows(self) -> None:
+        """Each printed Δ = arm − Base, from the two printed pass@1 cells."""
+        for cell in self.cells:
+            parts = cell.measure.split(":")
+            if parts[0] == "delta":
+                model, bench, arm = parts[1:]
+                self.deltas[(model, bench, arm)] = cell
+                arm_cell, base = self.pass_at_1.get((model, bench, arm)), self.pass_at_1.get((model, bench, "base"))
+                if arm_cell is not None and base is not None:
+                    self.add(cell, "difference", f"a={arm_cell.text};b={base.text}", f"Δ {arm} − Base")
+
+    def derived_rows(self) -> None:
+        """Means of Δ cells, means of cell differences, single differences and recovery nets."""
+        for cell in self.cells:
+            parts = cell.measure.split(":")
+            if parts[0] == "family_mean_delta":
+                table, arm = parts[1][len("table"):], parts[2]
+                values = [d.text for (m, b, a), d in self.deltas.items() if a == arm and self.table_of.get((m, b)) == table]
+                self.add(cell, "mean", f"values={' '.join(values)}", f"mean of Table {table}'s {len(values)} Δ {arm} cells")
+            elif parts[0] == "overall_mean_delta":
+                arm = parts[1]
+                values = [d.text for (m, b, a), d in self.deltas.items() if a == arm]
+                self.add(cell, "mean", f"values={' '.join(values)}", f"mean of all {len(values)} Δ {arm} cells")
+            elif parts[0] == "core_minus_cisc":
+                a, b = self.differences("core", "cisc", None if parts[1] == "all" else parts[1][len("table"):])
+                self.add(cell, "mean_difference", f"a={' '.join(a)};b={' '.join(b)}", f"mean of {len(a)} cells' CoRE − CISC")
+            elif parts[0] == "core_minus_majority":
+                model, bench = parts[1:]
+                core, maj = self.pass_at_1.get((model, bench, "core")), self.pass_at_1.get((model, bench, "majority"))
+                if core is not None and maj is not None:
+                    self.add(cell, "difference", f"a={core.text};b={maj.text}", "CoRE − Majority")
+            elif parts[0] == "recovery" and parts[-1] == "net":
+                rec = self.by_measure.get(":".join(parts[:-1] + ["recovered_total"]))
+                reg = self.by_measure.get(":".join(parts[:-1] + ["regressions"]))
+                if rec is not None and reg is not None:
+                    self.add(cell, "difference", f"a={rec.text};b={reg.text}", "recoveries − regressions")
+
+    def margin_row(self) -> None:
+        """The abstract's largest CoRE − Majority margin over every cell."""
+        a, b = self.differences("core", "majority", None)
+        if a:
+            self.out.append(Statistic(
+                id="core.abstract.max_margin_over_majority", paper="core", table="Abstract",
+                row="all model–benchmark cells", statistic="largest CoRE − Majority", method="max_difference",
+                inputs=f"a={' '.join(a)};b={' '.join(b)}", printed="+7.5",
+                quote="margins over the vote of up to $+7.5$ points"))
+
+    def fig5a_rows(self) -> None:
+        """Figure 5a: wins, sign test and Wilcoxon signed-rank test of CoRE vs CISC over MATH L4/L5."""
+        fig5a = {c.measure.split(":")[1]: c for c in self.cells if c.measure.startswith("fig5a:")}
+        if not fig5a:
+            return
         a, b = [], []
-        for (model, bench, arm), c in sorted(pass_at_1.items()):
-            if arm == "core" and bench in ("math_l4", "math_l5") and (model, bench, "cisc") in pass_at_1:
+        for (model, bench, arm), c in sorted(self.pass_at_1.items()):
+            if arm == "core" and bench in ("math_l4", "math_l5") and (model, bench, "cisc") in self.pass_at_1:
                 a.append(c.text)
-                b.append(pass_at_1[(model, bench, "cisc")].text)
+                b.append(self.pass_at_1[(model, bench, "cisc")].text)
         wins = sum(float(x) > float(y) for x, y in zip(a, b))
         losses = sum(float(x) < float(y) for x, y in zip(a, b))
         pairs = f"a={' '.join(a)};b={' '.join(b)}"
         if "wins" in fig5a:
-            add(fig5a["wins"], "wins", pairs, f"MATH L4/L5 cells with CoRE > CISC (of {len(a)})")
+            self.add(fig5a["wins"], "wins", pairs, f"MATH L4/L5 cells with CoRE > CISC (of {len(a)})")
         if "sign_test_p" in fig5a:
-            add(fig5a["sign_test_p"], "sign_test", f"wins={wins};losses={losses}", "sign test p, CoRE vs CISC")
+            self.add(fig5a["sign_test_p"], "sign_test", f"wins={wins};losses={losses}", "sign test p, CoRE vs CISC")
         if "wilcoxon_p" in fig5a:
-            add(fig5a["wilcoxon_p"], "wilcoxon", pairs, "Wilcoxon signed-rank p, CoRE vs CISC")
-    return out
+            self.add(fig5a["wilcoxon_p"], "wilcoxon", pairs, "Wilcoxon signed-rank p, CoRE vs CISC")
 
 
 def all_statistics() -> list[Statistic]:

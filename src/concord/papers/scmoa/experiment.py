@@ -121,19 +121,16 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
     task = make_task(kind, tests, **code_options)
     sampling = sampling or {}
     prompt = question["prompt"]
-    result = run_scmoa(prompt, chat, n=n, k=k, task=task, **common)
+
+    def scmoa(**over: Any):
+        """SC-MoA on this question at the run's settings, ``over`` replacing some."""
+        return run_scmoa(prompt, chat, task=task, **{"n": n, "k": k, **common, **over})
+
+    result = scmoa()
     rec = result.record
     out: dict[str, Any] = {"id": question["id"], "task": kind, "gold": question.get("answer"),
                            "subject": question.get("subject"), "record": rec, "methods": {}}
-    calls = rec["calls"]
-    # (answer, calls, usage) of every method; the votes cost the calls that precede them.
-    answers: dict[str, tuple[str | None, int, dict | None]] = {
-        "scmoa": (result.answer, calls["total"], _total_usage(rec["usage"])),
-        "vote_pre": (rec["vote_pre"], calls["perturb"] + calls["propose"],
-                     _total_usage({p: rec["usage"][p] for p in ("perturb", "propose")})),
-        "vote_post": (rec["vote_post"], calls["total"] - calls["aggregate"],
-                      _total_usage({p: rec["usage"][p] for p in ("perturb", "propose", "refine")})),
-    }
+    answers = _scmoa_answers(result.answer, rec)
     extra: dict[str, Any] = {}
     sc_samples: list[str | None] = []
     ctx = MethodContext(prompt=prompt, chat=chat, task=task, sampling=sampling, record=rec, options=dict(
@@ -148,54 +145,106 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
         if ran.sc_samples is not None:
             sc_samples = ran.sc_samples
 
+    side = _SideRuns(
+        k_sweep=_k_sweep(scmoa, result, k, k_sweep),
+        n_sweep=_n_sweep(scmoa, result, n, n_sweep, lambda nn: baselines.self_consistency(
+            prompt, chat, task, k=nn, sampling=sampling)),
+        section3=_section3(scmoa, rec, question["id"]) if section3 else {},
+        diversity=_diversity(scmoa, sampling, diversity_sources),
+        views=run_views(rec, prompt, task, aggregate_chat or chat, views, sampling=sampling,
+                        seed=str(question["id"])) if views else {})
+    _grade(out, question, code_options, answers, sc_samples, side)
+    out.update(extra)
+    for theta in gate_thresholds:
+        # Simulated on this ungated run (Appendix H): an exit returns the pre-refinement vote and
+        # stops after the proposals, so it also costs only the proposal calls.
+        src = "vote_pre" if rec["clusters_pre"]["consensus"] >= theta else "scmoa"
+        label = "gated_inf" if math.isinf(theta) else f"gated_{theta:g}"
+        out["methods"][label] = {**out["methods"][src], "answer": baselines.gated_answer(rec, theta)}
+    return out
+
+
+def _scmoa_answers(answer: str | None, rec: dict) -> dict[str, tuple[str | None, int, dict | None]]:
+    """(answer, calls, usage) of SC-MoA and its two votes; the votes cost the calls that precede them."""
+    calls = rec["calls"]
+    return {
+        "scmoa": (answer, calls["total"], _total_usage(rec["usage"])),
+        "vote_pre": (rec["vote_pre"], calls["perturb"] + calls["propose"],
+                     _total_usage({p: rec["usage"][p] for p in ("perturb", "propose")})),
+        "vote_post": (rec["vote_post"], calls["total"] - calls["aggregate"],
+                      _total_usage({p: rec["usage"][p] for p in ("perturb", "propose", "refine")})),
+    }
+
+
+@dataclass
+class _SideRuns:
+    """The runs a question's record carries beside the methods (each empty when not asked)."""
+
+    k_sweep: dict[str, Any]
+    n_sweep: dict[str, Any]
+    section3: dict[str, Any]
+    diversity: dict[str, Any]
+    views: dict[str, Any]
+
+
+def _k_sweep(scmoa: Callable, result: Any, k: int, k_sweep: Sequence[int]) -> dict[str, Any]:
     sweep: dict[str, Any] = {}
     for kk in k_sweep:
         if kk == k:
-            sweep[str(kk)] = {"answer": result.answer, "calls": calls["total"]}
+            sweep[str(kk)] = {"answer": result.answer, "calls": result.record["calls"]["total"]}
             continue
-        r = run_scmoa(prompt, chat, n=n, k=kk, task=task, **common)
+        r = scmoa(k=kk)
         sweep[str(kk)] = {"answer": r.answer, "calls": r.record["calls"]["total"]}
+    return sweep
 
+
+def _n_sweep(scmoa: Callable, result: Any, n: int, n_sweep: Sequence[int], self_consistency: Callable) -> dict[str, Any]:
+    """Figure 6c: SC-MoA at N perturbations vs SC with N samples."""
     nsweep: dict[str, Any] = {}
-    for nn in n_sweep:  # Figure 6c: SC-MoA at N perturbations vs SC with N samples
-        r = run_scmoa(prompt, chat, n=nn, k=k, task=task, **common) if nn != n else result
-        sc_r = baselines.self_consistency(prompt, chat, task, k=nn, sampling=sampling)
+    for nn in n_sweep:
+        r = scmoa(n=nn) if nn != n else result
+        sc_r = self_consistency(nn)
         nsweep[str(nn)] = {"scmoa": r.answer, "sc": sc_r["answer"], "scmoa_calls": r.record["calls"]["total"],
                            "sc_calls": nn}
+    return nsweep
 
-    s3: dict[str, Any] = {}
-    if section3:
-        pre_synth = run_scmoa(prompt, chat, n=n, k=k, task=task, refine=False, **common)
-        if pre_synth.record["vote_pre"] != rec["vote_pre"]:  # same cached proposals, same vote
-            raise RuntimeError(f"{question['id']}: the pre-refinement vote changed between runs; is the cache shared?")
-        s3 = {"vote": rec["vote_pre"], "synth": pre_synth.answer, "override": pre_synth.record["override"],
-              "aggregate_usage": pre_synth.record["usage"]["aggregate"],
-              "consensus": rec["clusters_pre"]["consensus"]}
 
+def _section3(scmoa: Callable, rec: dict, question_id: Any) -> dict[str, Any]:
+    """Section 3: LLM synthesis over the pre-refinement proposals against their majority vote."""
+    pre_synth = scmoa(refine=False)
+    if pre_synth.record["vote_pre"] != rec["vote_pre"]:  # same cached proposals, same vote
+        raise RuntimeError(f"{question_id}: the pre-refinement vote changed between runs; is the cache shared?")
+    return {"vote": rec["vote_pre"], "synth": pre_synth.answer, "override": pre_synth.record["override"],
+            "aggregate_usage": pre_synth.record["usage"]["aggregate"], "consensus": rec["clusters_pre"]["consensus"]}
+
+
+def _diversity(scmoa: Callable, sampling: dict[str, Any], sources: Sequence[tuple[str, float]]) -> dict[str, Any]:
+    """Table 27: the same pipeline, another source of diversity."""
     diversity: dict[str, Any] = {}
-    for pert, temp in diversity_sources:  # Table 27: the same pipeline, another source of diversity
-        r = run_scmoa(prompt, chat, n=n, k=k, task=task, **{**common, "perturbation": pert,
-                                                              "sampling": {**sampling, "temperature": float(temp)}})
+    for pert, temp in sources:
+        r = scmoa(perturbation=pert, sampling={**sampling, "temperature": float(temp)})
         diversity[f"{pert}@T={float(temp):g}"] = {"answer": r.answer, "calls": r.record["calls"]["total"],
                                                   "agents": [p["payload"] for p in r.record["proposals_pre"]]}
+    return diversity
 
-    view_out = run_views(rec, prompt, task, aggregate_chat or chat, views, sampling=sampling,
-                         seed=str(question["id"])) if views else {}
 
-    # Grade everything in one batch per question (one sandbox round for code).
+def _grade(out: dict, question: dict, code_options: dict, answers: dict, sc_samples: list, side: _SideRuns) -> None:
+    """Grade every answer of the record in one batch (one sandbox round for code) and write the
+    verdicts into ``out`` and the side runs."""
+    rec = out["record"]
     names = list(answers)
-    agents = [p["payload"] for p in rec["proposals_pre"]]
-    samples = [s["payload"] for p in rec["proposals_pre"] for s in p["samples"]]
-    refined = [p["payload"] for p in rec.get("proposals_post", [])]
     agg = (rec.get("aggregate") or {}).get("payload")
     best = rec["proposals_post"][rec["best_proposal"]]["payload"] if "best_proposal" in rec else None
+    s3 = side.section3
     groups = {
-        "methods": [answers[m][0] for m in names], "agents": agents, "sc": sc_samples,
-        "sweep": [v["answer"] for v in sweep.values()],
-        "nsweep": [x for v in nsweep.values() for x in (v["scmoa"], v["sc"])],
-        "s3": [s3["vote"], s3["synth"]] if s3 else [], "views": [v["answer"] for v in view_out.values()],
-        "decomp": [agg, best], "oracle": samples + refined,
-        "diversity": [x for v in diversity.values() for x in [v["answer"]] + v["agents"]],
+        "methods": [answers[m][0] for m in names], "agents": [p["payload"] for p in rec["proposals_pre"]],
+        "sc": sc_samples, "sweep": [v["answer"] for v in side.k_sweep.values()],
+        "nsweep": [x for v in side.n_sweep.values() for x in (v["scmoa"], v["sc"])],
+        "s3": [s3["vote"], s3["synth"]] if s3 else [], "views": [v["answer"] for v in side.views.values()],
+        "decomp": [agg, best],
+        "oracle": [s["payload"] for p in rec["proposals_pre"] for s in p["samples"]]
+                  + [p["payload"] for p in rec.get("proposals_post", [])],
+        "diversity": [x for v in side.diversity.values() for x in [v["answer"]] + v["agents"]],
     }
     flat = [x for g in groups.values() for x in g]
     correct, public = _grader(question, code_options)(flat)
@@ -207,40 +256,38 @@ def run_question(question: dict, chat: Chat, *, n: int, k: int, k_sweep: Sequenc
             out["methods"][m]["public_pass"] = pub
     out["agents_correct"] = [c for c, _ in graded["agents"]]
     out["sc_correct"] = [c for c, _ in graded["sc"]]
-    for v, (c, _) in zip(sweep.values(), graded["sweep"]):
-        v["correct"] = c
-    out["k_sweep"] = sweep
-    pairs = iter(graded["nsweep"])
-    for v in nsweep.values():
-        v["scmoa_correct"], v["sc_correct"] = next(pairs)[0], next(pairs)[0]
-    if nsweep:
-        out["n_sweep"] = nsweep
-    if s3:
-        (s3["vote_correct"], _), (s3["synth_correct"], _) = graded["s3"]
-        out["section3"] = s3
-    for v, (c, _) in zip(view_out.values(), graded["views"]):
-        v["correct"] = c
-    if view_out:
-        out["views"] = view_out
+    _grade_side_runs(out, side, graded)
     (agg_c, agg_p), (best_c, _) = graded["decomp"]
     out["decomposition"] = {"aggregate_correct": agg_c, "best_of_n_correct": best_c, "override": rec.get("override", False)}
     if agg_p is not None:
         out["decomposition"]["aggregate_public_pass"] = agg_p
     out["oracle_correct"] = any(c for c, _ in graded["oracle"])
     items = iter(graded["diversity"])
-    for v in diversity.values():
+    for v in side.diversity.values():
         v["correct"] = next(items)[0]
         v["agents_correct"] = [next(items)[0] for _ in v["agents"]]
-    if diversity:
-        out["diversity"] = diversity
-    out.update(extra)
-    for theta in gate_thresholds:
-        # Simulated on this ungated run (Appendix H): an exit returns the pre-refinement vote and
-        # stops after the proposals, so it also costs only the proposal calls.
-        src = "vote_pre" if rec["clusters_pre"]["consensus"] >= theta else "scmoa"
-        label = "gated_inf" if math.isinf(theta) else f"gated_{theta:g}"
-        out["methods"][label] = {**out["methods"][src], "answer": baselines.gated_answer(rec, theta)}
-    return out
+    if side.diversity:
+        out["diversity"] = side.diversity
+
+
+def _grade_side_runs(out: dict, side: _SideRuns, graded: dict[str, list]) -> None:
+    """The sweeps', Section 3's and the views' verdicts, into ``out`` in the record's order."""
+    for v, (c, _) in zip(side.k_sweep.values(), graded["sweep"]):
+        v["correct"] = c
+    out["k_sweep"] = side.k_sweep
+    pairs = iter(graded["nsweep"])
+    for v in side.n_sweep.values():
+        v["scmoa_correct"], v["sc_correct"] = next(pairs)[0], next(pairs)[0]
+    if side.n_sweep:
+        out["n_sweep"] = side.n_sweep
+    s3 = side.section3
+    if s3:
+        (s3["vote_correct"], _), (s3["synth_correct"], _) = graded["s3"]
+        out["section3"] = s3
+    for v, (c, _) in zip(side.views.values(), graded["views"]):
+        v["correct"] = c
+    if side.views:
+        out["views"] = side.views
 
 
 def _total_usage(by_phase: dict[str, dict]) -> dict:

@@ -413,26 +413,15 @@ def run_scmoa(question: str, chat: Chat, *, n: int, k: int, task: str | Task, te
             "aggregate": CallLog(aggregate_chat or chat)}
 
     if paraphrases is not None and perturbation == "paraphrase":
-        if len(paraphrases) != n:
-            raise ValueError(f"{len(paraphrases)} paraphrases given for n={n}")
-        perts = [Perturbation(f"para{i + 1}", t) for i, t in enumerate(paraphrases)]
-        pert_record = {"mode": "paraphrase", "calls": 0, "given": True, "perturbations": [asdict(p) for p in perts]}
+        perts, pert_record = _given_paraphrases(paraphrases, n)
     else:
         perts, pert_record = perturb(question, logs["perturb"], n, mode=perturbation,
                                      personas=task_obj.personas, max_attempts=max_paraphrase_attempts,
                                      on_failure=on_paraphrase_failure, sampling=sampling)
 
-    def accounting() -> dict:
-        calls = {phase: len(lg.completions) for phase, lg in logs.items()}
-        usage = {phase: lg.usage() for phase, lg in logs.items()}
-        return {"calls": {**calls, "total": sum(calls.values())}, "usage": usage}
-
     # Phase 1: proposals, best-of-k, intra-agreement.
     proposals = generate_proposals(task_obj, perts, logs["propose"], k, prefix=tag_prefix, sampling=sampling)
-    payloads = [p.payload for p in proposals]
-    quality_pre = task_obj.quality(payloads)
-    pre = cluster(task_obj.group(payloads), quality_pre, [p is not None for p in payloads])
-    vote_pre_idx = representative(pre, quality_pre)
+    payloads, quality_pre, pre, vote_pre_idx = _clustered(task_obj, proposals)
     record: dict[str, Any] = {
         "task": task_obj.kind, "n": n, "k": k, "perturbation": pert_record,
         "proposals_pre": _proposal_rows(task_obj, proposals, quality_pre, pre, True),
@@ -442,7 +431,7 @@ def run_scmoa(question: str, chat: Chat, *, n: int, k: int, task: str | Task, te
 
     if gate is not None and pre.consensus >= gate:
         record.update(gated=True, refinement=[], clusters_post=pre.to_dict(), vote_post=record["vote_pre"],
-                      aggregate=None, override=False, final=record["vote_pre"], final_source="gate", **accounting())
+                      aggregate=None, override=False, final=record["vote_pre"], final_source="gate", **_accounting(logs))
         return SCMoAResult(record["vote_pre"], proposals[vote_pre_idx].text if vote_pre_idx is not None else "", record)
 
     # Phase 2: anchored refinement of minorities only.
@@ -451,10 +440,7 @@ def run_scmoa(question: str, chat: Chat, *, n: int, k: int, task: str | Task, te
                                                    logs["refine"], sampling=sampling, trace_chars=trace_chars)
     else:
         post_props, refinement = list(proposals), []
-    post_payloads = [p.payload for p in post_props]
-    quality_post = task_obj.quality(post_payloads)
-    post = cluster(task_obj.group(post_payloads), quality_post, [p is not None for p in post_payloads])
-    vote_post_idx = representative(post, quality_post)
+    post_payloads, quality_post, post, vote_post_idx = _clustered(task_obj, post_props)
     record.update(refinement=refinement, proposals_post=_proposal_rows(task_obj, post_props, quality_post, post, False),
                   clusters_post=post.to_dict(),
                   vote_post=post_payloads[vote_post_idx] if vote_post_idx is not None else None,
@@ -464,10 +450,41 @@ def run_scmoa(question: str, chat: Chat, *, n: int, k: int, task: str | Task, te
     messages = aggregation_messages(task_obj, question, perts, post_props, quality_post, pre, post, n, k,
                                     refined=refine, trace_chars=trace_chars)
     agg = logs["aggregate"].complete(messages, **sampling)
+    final, final_text = _aggregate_or_override(task_obj, agg, post_props, post, record)
+    record.update(_accounting(logs))
+    return SCMoAResult(final, final_text, record)
+
+
+def _clustered(task_obj: Task, proposals: Sequence[Proposal]) -> tuple[list, list[float], Clusters, int | None]:
+    """A round of proposals' payloads, their quality, their clusters and the vote's index."""
+    payloads = [p.payload for p in proposals]
+    quality = task_obj.quality(payloads)
+    clusters = cluster(task_obj.group(payloads), quality, [p is not None for p in payloads])
+    return payloads, quality, clusters, representative(clusters, quality)
+
+
+def _given_paraphrases(paraphrases: Sequence[str], n: int) -> tuple[list[Perturbation], dict]:
+    """Ready-made paraphrases as the perturbations, and their record (no model call)."""
+    if len(paraphrases) != n:
+        raise ValueError(f"{len(paraphrases)} paraphrases given for n={n}")
+    perts = [Perturbation(f"para{i + 1}", t) for i, t in enumerate(paraphrases)]
+    return perts, {"mode": "paraphrase", "calls": 0, "given": True, "perturbations": [asdict(p) for p in perts]}
+
+
+def _accounting(logs: dict[str, CallLog]) -> dict:
+    """Calls and token usage per phase (and the total of calls)."""
+    calls = {phase: len(lg.completions) for phase, lg in logs.items()}
+    usage = {phase: lg.usage() for phase, lg in logs.items()}
+    return {"calls": {**calls, "total": sum(calls.values())}, "usage": usage}
+
+
+def _aggregate_or_override(task_obj: Task, agg, post_props: Sequence[Proposal], post: Clusters,
+                           record: dict) -> tuple[Any, str]:
+    """The final answer and its text: the aggregate, unless the score-based override fires (code
+    only: on QA every answer scores 1.0 and it never does); the decision goes into ``record``."""
     agg_payload = task_obj.extract(agg.text)
     agg_score = task_obj.score(agg_payload)
-
-    # Score-based override (code only: on QA every answer scores 1.0 and it never fires).
+    post_payloads = [p.payload for p in post_props]
     scores = [task_obj.score(p) for p in post_payloads]
     best = select_override(scores, post)
     fired = bool(task_obj.override) and agg_score < scores[best]
@@ -476,6 +493,6 @@ def run_scmoa(question: str, chat: Chat, *, n: int, k: int, task: str | Task, te
         aggregate={"text": agg.text, "reasoning": agg.reasoning, "payload": agg_payload,
                    "summary": task_obj.describe(agg_payload), "score": agg_score, "usage": agg.usage()},
         best_proposal=best, best_score=scores[best], override=fired, final=final,
-        final_source="override" if fired else "aggregate", **accounting(),
+        final_source="override" if fired else "aggregate",
     )
-    return SCMoAResult(final, final_text, record)
+    return final, final_text

@@ -1,105 +1,24 @@
-"""Tables (CSV, Markdown, LaTeX) and figures (PNG, PDF) of one SC-MoA benchmark run."""
+"""Tables (CSV, Markdown, LaTeX) and figures (PNG, PDF) of one SC-MoA benchmark run: which tables
+and figures a run has, and what goes into each. How a table is written is
+:mod:`concord.papers.scmoa.display`'s; how a figure is drawn, :mod:`concord.papers.scmoa.figures`'."""
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from concord import io
-from concord.papers.scmoa import analysis
+from concord.papers.scmoa import analysis, figures
+from concord.papers.scmoa.display import LABELS, label, na, write_table
 from concord.registry import Registry
 
-LABELS = {"scmoa": "SC-MoA", "vote_pre": "Majority vote (pre-refinement)", "vote_post": "Majority vote (post-refinement)",
-          "cot": "Zero-shot CoT", "sc": "Self-consistency (greedy + tag)", "moa": "MoA (proposer pool)",
-          "moa_para": "MoA (para)", "persona_moa": "Persona-MoA", "self_moa": "Self-MoA", "textgrad": "TextGrad",
-          "goa": "GoA (mean pooling)", "goa_max": "GoA (max pooling)", "pairwise_judge": "Pairwise LLM judge"}
-
-
-def label(method: str) -> str:
-    if method.startswith("gated_"):
-        theta = method.split("_", 1)[1]
-        return f"SC-MoA gated (theta={'inf' if theta == 'inf' else theta})"
-    if method.startswith("sc_t"):
-        return f"Self-consistency (T={method[4:]})"
-    return LABELS.get(method, method)
-
-
-#: Columns holding counts: shown as integers when every value is whole (mean calls of a fixed budget).
-_COUNT_COLUMN = re.compile(r"(^n$|^n_|calls|tokens|count)")
-
-
-def write_table(frame: pd.DataFrame, stem: str | Path, caption: str, decimals: int = 3,
-                percent: Sequence[str] = ()) -> list[Path]:
-    """``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` (rounded).
-
-    ``percent``: fraction columns written in percent as ``{column}_pct`` (every accuracy in
-    concord's tables is a percentage). Undefined values (NaN, e.g. an AUROC over one class, a flip
-    ratio without flips) read "n/a"; a ratio over zero harmful flips reads "inf".
-    """
-    stem = Path(stem)
-    frame = frame.copy()
-    for col in percent:
-        frame[col] = 100.0 * frame[col].astype(float)
-    frame = frame.rename(columns={col: f"{col}_pct" for col in percent})
-    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".tex")]
-    io.write_text(paths[0], frame.to_csv(index=False))
-    shown = frame.copy()
-    for col in shown.columns:
-        if pd.api.types.is_float_dtype(shown[col]):
-            values = shown[col].to_numpy(dtype=float)
-            finite = values[np.isfinite(values)]
-            whole = bool(_COUNT_COLUMN.search(str(col))) and finite.size and np.all(finite == np.round(finite))
-            counts = bool(_COUNT_COLUMN.search(str(col)))
-            places = 0 if whole else (1 if counts or str(col).endswith("_pct") else decimals)
-            shown[col] = [_cell(v, places) for v in values]
-    shown = shown.astype(str).replace({"<NA>": "n/a", "None": "n/a", "nan": "n/a"})
-    io.write_text(paths[1], f"**{caption}**\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n")
-    escaped = shown.map(_latex_escape)
-    escaped.columns = [_latex_escape(str(c)) for c in escaped.columns]
-    body = escaped.to_latex(index=False, escape=False)
-    io.write_text(paths[2], "\\begin{table}[t]\n\\centering\n\\caption{" + _latex_escape(caption) + "}\n"
-                  + body + "\\end{table}\n")
-    return paths
-
-
-def _cell(value: float, places: int) -> str:
-    if math.isnan(value):
-        return "n/a"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.{places}f}"
-
-
-def na(value: float, spec: str = ".3f") -> str:
-    """A number for a caption or figure title, "n/a" when undefined (NaN or None)."""
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
-
-
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
-
-
-def _figure(ncols: int = 1, width: float = 4.0, title: str = ""):
-    """A figure of ``ncols`` panels, titled with the run (model / benchmark)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, 3.4), layout="constrained")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig, np.atleast_1d(axes)
-
+__all__ = ["APPENDIX_FIGURES", "APPENDIX_TABLES", "CROSSRUN_FIGURES", "CROSSRUN_TABLE", "EXTRA_TABLES",
+           "EXTRA_TABLE_BUILDERS", "FIGURES", "KSWEEP_TABLE", "LABELS", "SECTION3_TABLE", "TABLE36", "TABLE37",
+           "TABLES", "build", "build_extra", "crossrun", "extra_tables", "label", "na", "pipeline_metrics",
+           "write_table"]
 
 #: Table stems written only when the records carry their data (rules declare them from settings).
 SECTION3_TABLE = "tables29_30_synthesis_vs_vote"
@@ -158,54 +77,66 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
 
     Questions whose model calls failed (``error`` records) are left out and counted.
     """
-    import matplotlib.pyplot as plt
-
     failed = [r["id"] for r in records if "error" in r]
     records = [r for r in records if "error" not in r]
     if not records:
         raise ValueError("no question records to analyse" + (f" ({len(failed)} failed)" if failed else ""))
     out = Path(out_dir)
     methods = list(records[0]["methods"])
-    baselines = [m for m in methods if m != "scmoa"]
     n = int(records[0]["record"]["n"])
     summary: dict[str, Any] = {"n_questions": len(records), "n_failed": len(failed), "failed": failed, "title": title}
     summary["reasoning_calls"] = int(sum((r["methods"]["scmoa"].get("usage") or {}).get("with_reasoning", 0) or 0
                                          for r in records))
+    vote = analysis.method_correct(records, "vote_post")
+    synth = analysis.method_correct(records, "scmoa")
+    summary.update(_method_tables(records, out, title, methods, vote, synth, n_resamples=n_resamples, seed=seed))
+    summary.update(_consensus_tables(records, out, title, n, vote, synth, summary["flips"]))
+    _error_correlation(records, out, title, n, seed)
+    summary.update(_appendix_tables(records, out, title, methods, n_resamples=n_resamples, seed=seed))
+    summary.update(_confidence_tables(records, out, title, synth))
+    _sweep_tables(records, out, title, n_resamples=n_resamples, seed=seed)
+    return _finite(summary)
 
+
+def _method_tables(records: Sequence[Mapping], out: Path, title: str, methods: Sequence[str], vote, synth, *,
+                   n_resamples: int, seed: int) -> dict[str, Any]:
+    """Accuracy of every method, SC-MoA against each baseline, and synthesis against the vote."""
     acc = analysis.accuracy_table(records, methods)
     acc.insert(1, "label", [label(m) for m in acc["method"]])
     write_table(acc, out / "accuracy", f"{title} accuracy (%) with Clopper-Pearson 95% intervals",
                 percent=("accuracy", "ci_lo", "ci_hi"))
-    summary["accuracy"] = acc.set_index("method")["accuracy"].to_dict()
-
+    baselines = [m for m in methods if m != "scmoa"]
     sig = analysis.significance_table(records, "scmoa", baselines, n_resamples=n_resamples, seed=seed)
     write_table(sig, out / "significance", f"{title} SC-MoA vs each baseline: McNemar (chi-square, no continuity "
                 "correction; p_method) and paired bootstrap (accuracy difference in points)", percent=("delta", "ci_lo", "ci_hi"))
-
-    vote = analysis.method_correct(records, "vote_post")
-    synth = analysis.method_correct(records, "scmoa")
     decomp = analysis.flip_decomposition(vote, synth)
     write_table(pd.DataFrame([decomp]), out / "flips", f"{title} synthesis vs vote: flips and Proposition 1 terms")
-    summary["flips"] = decomp
-    summary["override_rate"] = float(np.mean([r["record"]["override"] for r in records]))
+    return {"accuracy": acc.set_index("method")["accuracy"].to_dict(), "flips": decomp,
+            "override_rate": float(np.mean([r["record"]["override"] for r in records]))}
 
+
+def _consensus_tables(records: Sequence[Mapping], out: Path, title: str, n: int, vote, synth,
+                      decomp: Mapping[str, Any]) -> dict[str, Any]:
+    """How consensus moves through refinement, and trace diversity by flip outcome (with their figures)."""
     pre = [r["record"]["clusters_pre"]["k_max"] for r in records]
     post = [r["record"]["clusters_post"]["k_max"] for r in records]
     trans = analysis.transition_matrix(pre, post, n)
     write_table(trans.reset_index().rename(columns=lambda c: f"post={c}" if c != "pre" else "pre k_max"),
                 out / "transition", f"{title} consensus transition (pre-refinement k_max rows, post columns)")
-    summary["transition_below_diagonal"] = int(sum(trans.loc[a, b] for a in trans.index for b in trans.columns if b < a))
+    below = int(sum(trans.loc[a, b] for a in trans.index for b in trans.columns if b < a))
 
     diversity = [analysis.trace_diversity([_trace_of_sample(s) for s in r["record"]["proposals_pre"]])
                  for r in records]
     outcomes = [analysis.flip_outcome(v, s) for v, s in zip(vote, synth)]
     div_table, div_test = analysis.diversity_by_outcome(diversity, outcomes)
     write_table(div_table, out / "diversity", f"{title} trace diversity D_t by outcome (TF-IDF, 5000 features)")
-    summary["diversity_test"] = div_test
+    figures.transition(trans, out, title)
+    figures.diversity(diversity, outcomes, decomp, out, title)
+    return {"transition_below_diagonal": below, "diversity_test": div_test}
 
-    _error_correlation(records, out, title, n, seed)
-    summary.update(_appendix_tables(records, out, title, methods, n_resamples=n_resamples, seed=seed))
 
+def _confidence_tables(records: Sequence[Mapping], out: Path, title: str, synth) -> dict[str, Any]:
+    """The pre-refinement consensus as a confidence: reliability and selective prediction."""
     conf = [r["record"]["clusters_pre"]["consensus"] for r in records]
     rel, ece = analysis.reliability(conf, synth)
     sel, auroc = analysis.selective_prediction(conf, synth)
@@ -214,8 +145,12 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     # AUROC needs right and wrong answers; with one class it is undefined ("n/a").
     write_table(sel, out / "selective", f"{title} selective prediction by consensus, in % (AUROC={na(auroc)})",
                 percent=("coverage", "accuracy"))
-    summary.update(ece=ece, auroc=auroc)
+    figures.calibration(rel, sel, ece, auroc, out, title)
+    return {"ece": ece, "auroc": auroc}
 
+
+def _sweep_tables(records: Sequence[Mapping], out: Path, title: str, *, n_resamples: int, seed: int) -> None:
+    """The consensus-gating threshold sweep and the inner sampling budget (k) sweep."""
     gate = analysis.gating_sweep(records, analysis.method_correct(records, "vote_pre"))
     write_table(gate, out / "gating_sweep", f"{title} consensus-gating threshold sweep, in % (theta=inf: always aggregate)",
                 percent=("accuracy", "exit_rate"))
@@ -224,63 +159,7 @@ def build(records: Sequence[Mapping], out_dir: str | Path, *, n_resamples: int =
     ksb = analysis.k_sweep_bootstrap(records, n_resamples=n_resamples, seed=seed)
     write_table(ksb, out / KSWEEP_TABLE, f"{title} inner sampling budget (Appendix H.1): accuracy (%) with percentile "
                 "bootstrap 95% CIs and the paired-bootstrap change from the previous k")
-
-    # Figures: calibration (reliability + selective prediction), transition, diversity, sweeps.
-    fig, ax = _figure(2, title=title)
-    ax[0].plot([0, 100], [0, 100], ls="--", c="grey", lw=1)
-    ax[0].plot(100 * rel["confidence"], 100 * rel["accuracy"], marker="o")
-    ax[0].set(xlabel="consensus C (%)", ylabel="accuracy (%)", title=f"Reliability (ECE={na(ece)})", xlim=(0, 102),
-              ylim=(0, 102))
-    ax[1].plot(100 * sel["coverage"], 100 * sel["accuracy"], marker="o")
-    ax[1].set(xlabel="coverage (%)", ylabel="accuracy (%)", title=f"Selective prediction (AUROC={na(auroc, '.2f')})",
-              ylim=(0, 102))
-    io.save_figure(fig, out / "calibration")
-    plt.close(fig)
-
-    fig, ax = _figure(1, title=title)
-    im = ax[0].imshow(trans.to_numpy(), cmap="Blues", origin="lower")
-    size = len(trans.columns)
-    ax[0].set(xticks=range(size), xticklabels=trans.columns, yticks=range(size), yticklabels=trans.index,
-              xlabel="post-refinement k_max", ylabel="pre-refinement k_max", title="Consensus transition")
-    for (a, b), v in np.ndenumerate(trans.to_numpy()):
-        # White on the dark half of the colour map, black on the light half: readable on every cell.
-        dark = im.norm(v) > 0.5
-        ax[0].text(b, a, str(v), ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    fig.colorbar(im, ax=ax[0])
-    io.save_figure(fig, out / "transition")
-    plt.close(fig)
-
-    fig, ax = _figure(2, title=title)
-    groups = ["beneficial", "harmful", "no flip"]
-    # The rows the diversity table counts (D_t defined and > 0), so table and plot agree.
-    kept = analysis.diversity_rows(diversity, outcomes)
-    data = [kept.loc[kept["outcome"] == g, "D_t"].tolist() for g in groups]
-    for i, vals in enumerate(data):
-        ax[0].scatter([i] * len(vals), vals, alpha=0.6)
-        if vals:
-            ax[0].hlines(np.mean(vals), i - 0.25, i + 0.25, colors="k")
-    ax[0].set(xticks=range(3), xticklabels=groups, ylabel="D_t", title="Trace diversity by outcome")
-    ax[1].bar(["recovery\nP_w R_s", "corruption\nP_c (1-F_s)"], [decomp["recovery"], decomp["corruption"]],
-              color=["tab:green", "tab:red"])
-    ax[1].set(ylabel="fraction of problems", title="Synthesis decomposition")
-    io.save_figure(fig, out / "diversity")
-    plt.close(fig)
-
-    fig, ax = _figure(2, title=title)
-    finite = gate[np.isfinite(gate["theta"])]
-    ax[0].plot(finite["theta"], 100 * finite["accuracy"], marker="o", label="gated")
-    ax[0].axhline(100 * float(gate.loc[~np.isfinite(gate["theta"]), "accuracy"].iloc[0]), ls="--", c="k",
-                  label="always aggregate")
-    ax[0].set(xlabel="gating threshold theta", ylabel="accuracy (%)", title="Gating sweep", ylim=(0, 102))
-    ax[0].legend(fontsize=8)
-    if not ks.empty:
-        ax[1].errorbar(ks["k"], 100 * ks["accuracy"], yerr=[100 * (ks["accuracy"] - ks["ci_lo"]),
-                                                            100 * (ks["ci_hi"] - ks["accuracy"])], marker="o", capsize=3)
-        ax[1].set_xticks(sorted(int(k) for k in ks["k"]))  # k is an integer budget
-    ax[1].set(xlabel="k (samples per perturbation)", ylabel="accuracy (%)", title="k sweep", ylim=(0, 102))
-    io.save_figure(fig, out / "sweeps")
-    plt.close(fig)
-    return _finite(summary)
+    figures.sweeps(gate, ks, out, title)
 
 
 #: Appendix tables and figures every report writes (a table whose data the run did not collect
@@ -371,8 +250,6 @@ def _error_correlation(records: Sequence[Mapping], out: Path, title: str, n: int
 def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods: Sequence[str], *,
                      n_resamples: int, seed: int) -> dict:
     """Tables 13, 15, 21-23, 26-28, 40 and Figures 3, 4b, 6c of one run."""
-    import matplotlib.pyplot as plt
-
     summary: dict[str, Any] = {}
     table_methods = [m for m in methods if not m.startswith("gated_")]
     sig = analysis.pairwise_significance(records, table_methods, n_resamples=n_resamples, seed=seed)
@@ -425,44 +302,9 @@ def _appendix_tables(records: Sequence[Mapping], out: Path, title: str, methods:
     ds = analysis.dawid_skene_choice(records)
     write_table(analysis.selection_table(records, ds, n_resamples=n_resamples, seed=seed), stem, caption)
 
-    # Figure 3: compute-accuracy frontier.
-    fig, ax = _figure(1, width=5.0, title=title)
-    pts = [(float(np.mean([r["methods"][m]["calls"] for r in records])), 100 * float(analysis.method_correct(records, m).mean()), m)
-           for m in table_methods if m not in ("vote_post",)]
-    for x, y, m in pts:
-        ax[0].scatter(x, y, color="tab:red" if m == "scmoa" else "tab:blue")
-        ax[0].annotate(label(m), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    frontier, best = [], -1.0
-    for x, y, _ in sorted(pts):
-        if y > best:
-            frontier.append((x, y))
-            best = y
-    if frontier:
-        ax[0].plot(*zip(*frontier), ls="--", c="grey", lw=1)
-    ax[0].set(xlabel="LLM calls per problem", ylabel="accuracy (%)", title="Compute-accuracy frontier (Figure 3)")
-    io.save_figure(fig, out / "figure3_pareto")
-    plt.close(fig)
-
-    gain = analysis.consensus_gain_by_stratum(records)
-    fig, ax = _figure(1, title=title)
-    ax[0].bar([f"{c:.2f}" for c in gain["C_pre"]], gain["mean_delta_C"])
-    ax[0].set(xlabel="pre-refinement consensus C", ylabel="E[Delta C]", title="Consensus gain by stratum (Figure 4b)")
-    io.save_figure(fig, out / "figure4b_consensus_gain")
-    plt.close(fig)
-
-    fig, ax = _figure(1, title=title)
-    ns = sorted({int(k) for r in records for k in (r.get("n_sweep") or {})})
-    if ns:
-        for key, name in (("scmoa_correct", "SC-MoA"), ("sc_correct", "SC")):
-            ys = [100 * float(np.mean([r["n_sweep"][str(k)][key] for r in records if str(k) in r.get("n_sweep", {})])) for k in ns]
-            ax[0].plot(ns, ys, marker="o", label=name)
-        ax[0].legend(fontsize=8)
-    else:
-        ax[0].text(0.5, 0.5, "no N sweep in this run\n(setting n_sweep)", ha="center", va="center", transform=ax[0].transAxes)
-    ax[0].set(xlabel="N (perturbations / SC samples)", ylabel="accuracy (%)", title="SC-MoA vs SC over N (Figure 6c)")
-    ax[0].xaxis.get_major_locator().set_params(integer=True)  # N is a whole number
-    io.save_figure(fig, out / "figure6c_n_sweep")
-    plt.close(fig)
+    figures.pareto(records, table_methods, out, title)
+    figures.consensus_gain(records, out, title)
+    figures.n_sweep(records, out, title)
     return summary
 
 
@@ -510,37 +352,11 @@ def pipeline_metrics(records: Sequence[Mapping]) -> dict:
 def crossrun(runs: Mapping[str, Sequence[Mapping]], out_dir: str | Path, title: str = "") -> pd.DataFrame:
     """Figure 6a (SC-MoA's gain over SC per model and benchmark), Figure 8 and Table 8 (pipeline
     metrics per condition, cells coloured by per-column rank) over runs named ``model / cell``."""
-    import matplotlib.pyplot as plt
-
     out = Path(out_dir)
     rows = [{"condition": name, **pipeline_metrics(recs)} for name, recs in runs.items()]
     table = pd.DataFrame(rows)
     write_table(table, out / CROSSRUN_TABLE, f"{title} Table 8: pipeline metrics per condition (model / benchmark ".strip() + " "
                 "[@setup]); higher is better except consensus lift")
-
-    fig, ax = _figure(1, width=max(4.0, 0.6 * len(table) + 2))
-    gain = table["accuracy_pct"] - table["sc_accuracy_pct"]
-    ax[0].bar(range(len(table)), gain.fillna(0.0), color=["tab:green" if g >= 0 else "tab:red" for g in gain.fillna(0.0)])
-    ax[0].axhline(0, c="k", lw=0.8)
-    ax[0].set_xticks(range(len(table)), table["condition"], rotation=45, ha="right", fontsize=7)
-    ax[0].set(ylabel="SC-MoA - SC (pp)", title="Gain over self-consistency per model (Figure 6a)")
-    io.save_figure(fig, out / CROSSRUN_FIGURES[0])
-    plt.close(fig)
-
-    metrics = ["accuracy_pct", "C_pre", "pre_exit_rate_pct", "draft_stability_pct", "consensus_lift",
-               "refinement_independence_pct", "override_rate_pct", "calls"]
-    values = table[metrics].astype(float)
-    # Rank per column: green = best. Higher is better except consensus lift and calls.
-    better_low = {"consensus_lift", "calls"}
-    ranks = pd.DataFrame({m: (values[m].rank(ascending=m in better_low, pct=True) if len(table) > 1
-                              else pd.Series([1.0] * len(table))) for m in metrics}).fillna(0.5)
-    fig, ax = _figure(1, width=max(5.0, 0.9 * len(metrics)))
-    ax[0].imshow(ranks.to_numpy(), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
-    ax[0].set_xticks(range(len(metrics)), metrics, rotation=45, ha="right", fontsize=7)
-    ax[0].set_yticks(range(len(table)), table["condition"], fontsize=7)
-    for (i, j), v in np.ndenumerate(values.to_numpy()):
-        ax[0].text(j, i, "" if np.isnan(v) else f"{v:.2g}", ha="center", va="center", fontsize=6)
-    ax[0].set_title("Pipeline metrics per condition (Figure 8)")
-    io.save_figure(fig, out / CROSSRUN_FIGURES[1])
-    plt.close(fig)
+    figures.gain_over_sc(table, out / CROSSRUN_FIGURES[0])
+    figures.pipeline_heatmap(table, out / CROSSRUN_FIGURES[1])
     return table
