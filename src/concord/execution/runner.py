@@ -44,7 +44,7 @@ from concord.execution.sandbox import (
 
 __all__ = ["run_programs", "run_checks", "uid_block", "UID_SLOTS", "probe", "resolve_backend"]
 
-_HARNESS_SOURCE = _harness.source()  # the parts of the sandbox's inside, joined
+_HARNESS_SOURCE = _harness.framed_source()  # the parts of the sandbox's inside, joined, as the bootstrap reads them
 _TID_OFFSET = _harness.tid_offset()  # read here, where thread ids are unambiguous (see harness._Cloner)
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
 _STDERR_CAP = 64 * 1024
@@ -121,7 +121,7 @@ class _Worker:
     # -------------------------------------------------------------- process
 
     def _start(self) -> None:
-        argv = self.backend.argv(_HARNESS_SOURCE, self.cgroup.binds(CGROUP_MOUNT) if self.cgroup else None)
+        argv = self.backend.argv(_harness.BOOTSTRAP, self.cgroup.binds(CGROUP_MOUNT) if self.cgroup else None)
         if self.cgroup:
             argv = self.cgroup.wrap(argv)
         try:
@@ -134,6 +134,7 @@ class _Worker:
             os.set_blocking(stream.fileno(), False)
         self.buf.clear()
         self.err.clear()
+        self._write(_HARNESS_SOURCE)  # the bootstrap reads it before anything else
         hello = {"isolate": self.backend.isolated, "tid_offset": _TID_OFFSET}
         if self.backend.isolated:
             hello["seccomp"] = seccomp.filter_bpf().hex()
@@ -181,7 +182,9 @@ class _Worker:
     # -------------------------------------------------------------- protocol
 
     def _send(self, obj: dict) -> None:
-        data = (json.dumps(obj) + "\n").encode("utf-8", "surrogatepass")
+        self._write((json.dumps(obj) + "\n").encode("utf-8", "surrogatepass"))
+
+    def _write(self, data: bytes) -> None:
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()

@@ -5,6 +5,7 @@ solution's names, which live in another process reached through two pipes. Stand
 from __future__ import annotations
 
 import builtins
+import importlib
 import json
 import os
 import random
@@ -193,8 +194,6 @@ class _Solution:
             if kind == "call":
                 namespace[name] = self.proxy(name)
             elif kind == "module" and isinstance(detail, str) and _stdlib(detail):
-                import importlib
-
                 try:
                     namespace[name] = importlib.import_module(detail)
                 except ImportError:

@@ -11,9 +11,10 @@ import faulthandler
 import io
 import json
 import os
+import shutil
+import subprocess
 import sys
 import types
-import unittest.mock
 
 from concord.execution.harness.base import PRELUDE
 from concord.execution.harness.values import _encoder
@@ -53,9 +54,6 @@ def _reliability_guard(*, disable_exit: bool) -> None:
                  "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
                  "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
         setattr(os, name, None)
-    import shutil
-    import subprocess
-
     shutil.rmtree = shutil.move = shutil.chown = None
     subprocess.Popen = None
     builtins.help = None
@@ -145,15 +143,16 @@ def make_function(code: str) -> str:
         return code
 
 
-def _call_with_input(method, inputs: str):
-    """LiveCodeBench's ``call_method``: stdin, its read functions and ``open`` serve the input."""
+def _call_with_input(method, inputs: str, mock):
+    """LiveCodeBench's ``call_method``: stdin, its read functions and ``open`` serve the input
+    (``mock``: ``unittest.mock``)."""
     lines = iter(inputs.split("\n"))
 
-    @unittest.mock.patch("builtins.open", unittest.mock.mock_open(read_data=inputs))
-    @unittest.mock.patch("sys.stdin", io.StringIO(inputs))
-    @unittest.mock.patch("sys.stdin.readline", lambda *args: next(lines))
-    @unittest.mock.patch("sys.stdin.readlines", lambda *args: inputs.split("\n"))
-    @unittest.mock.patch("sys.stdin.read", lambda *args: inputs)
+    @mock.patch("builtins.open", mock.mock_open(read_data=inputs))
+    @mock.patch("sys.stdin", io.StringIO(inputs))
+    @mock.patch("sys.stdin.readline", lambda *args: next(lines))
+    @mock.patch("sys.stdin.readlines", lambda *args: inputs.split("\n"))
+    @mock.patch("sys.stdin.read", lambda *args: inputs)
     def inner(_method):
         try:
             return _method()
@@ -164,7 +163,11 @@ def _call_with_input(method, inputs: str):
 
 
 def _run_stdin(job: dict, report: _Reporter) -> None:
-    short, limit_hit = _short, _OutputLimit  # bound before candidate code can patch this module
+    # Already imported by the zygote of stdin children (see _second_zygote), and bound, like
+    # everything used after it, before candidate code can patch modules.
+    import unittest.mock as mock
+
+    short, limit_hit = _short, _OutputLimit
     inputs, k = job["input"], job["k"]
     code = make_function(clean_if_name(job["program"]))
     capture = _CappedCapture(int(job["max_output_bytes"]))
@@ -177,7 +180,7 @@ def _run_stdin(job: dict, report: _Reporter) -> None:
             raise NameError("the program defines nothing LiveCodeBench can run (no wrapped_function)")
         sys.stdout = capture
         try:
-            _call_with_input(method, inputs)
+            _call_with_input(method, inputs, mock)
         finally:
             sys.stdout = sys.__stdout__
     except limit_hit:

@@ -5,6 +5,14 @@ read: its memory holds the interpreter, the prelude modules and the seccomp filt
 data ever enters it (it only receives file descriptors and a fork order). *Threat answered: a
 candidate reading another job's program, inputs, outputs or hidden check out of memory it
 inherited.* Standard library only.
+
+It is kept small, because every child pays for its size twice: the clone copies its page tables,
+and every page of it a child writes to is copied on that write. ``unittest.mock``, which only
+``stdin`` mode uses, pulls in ``asyncio`` (a third of the zygote's memory, and fork handlers that
+run in every child), so it lives in a second zygote: the first clones it on the first ``stdin``
+job (the order ``zygote``), and it imports ``unittest.mock`` and then serves ``stdin`` children
+exactly as the first serves the others. Being a clone of a process no job data ever entered, it
+holds none either.
 """
 
 from __future__ import annotations
@@ -43,8 +51,11 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             with open(path, "w") as f:
                 f.write("0")
         hello = dict(hello, child_cgroup_procs=[])
-    sock = socket.socket(fileno=sock_fd)
-    clone = _Cloner(hello.get("tid_offset"))
+    _serve(socket.socket(fileno=sock_fd), _Cloner(hello.get("tid_offset")), hello)
+
+
+def _serve(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
+    """The zygote's loop: one child per order on ``sock``. Never returns."""
     # Everything alive now is shared, copy-on-write, with every child: out of the collector's
     # sight, so a child's collections never walk (and so never copy) the inherited pages.
     gc.freeze()
@@ -56,8 +67,10 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             continue
         if not msg:
             os._exit(0)  # the runner is gone
+        # The orders: a child, with or without a PID namespace; or the second zygote, which
+        # serves on the socket that comes with the order.
         try:
-            pidns = msg == b"pidns"  # the only order there is: a child, with or without a PID namespace
+            pidns = msg == b"pidns"
             child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
         except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
             for fd in fds:
@@ -66,10 +79,29 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             continue
         if child == 0:
             sock.close()
+            if msg == b"zygote":
+                _second_zygote(fds, clone, hello)
             _child_main(fds, hello)
         for fd in fds:
             os.close(fd)
         sock.send(str(max(child, 0)).encode())
+
+
+def _second_zygote(fds: list[int], clone: _Cloner, hello: dict) -> None:
+    """The zygote of ``stdin`` children: this clone of the first zygote, with ``unittest.mock``
+    (LiveCodeBench patches stdin and ``open`` with it) imported before it serves. Never returns."""
+    try:
+        (sock_fd,) = fds
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(sock_fd, 3)
+        os.closerange(4, 1 << 16)
+        import unittest.mock  # noqa: F401 -- warm for every child
+
+        _serve(socket.socket(fileno=3), clone, hello)
+    finally:
+        os._exit(1)
 
 
 def _fork_through_middle(pidns: bool) -> int:
