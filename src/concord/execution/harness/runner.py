@@ -24,7 +24,7 @@ from concord.execution.harness.base import (
     STDERR_KEEP,
     STDERR_READ,
 )
-from concord.execution.harness.clock import _Clock
+from concord.execution.harness.clock import _Clock, _CpuUsage
 from concord.execution.harness.frames import FrameReader, _result
 from concord.execution.harness.zygote import _zygote
 
@@ -35,7 +35,7 @@ class _Runner:
         self.unsent = bytearray()
         os.set_inheritable(self.out, False)
         self.isolate = False
-        self.cpu_usage: str | None = None
+        self.cpu_usage: _CpuUsage | None = None
         self.sock: socket.socket | None = None  # to the zygote
         self.stdin_sock: socket.socket | None = None  # to the zygote of stdin children, once started
         self.checker: tuple[int, socket.socket, tuple] | None = None  # the check server: pid, jobs socket, limits
@@ -63,7 +63,7 @@ class _Runner:
         except OSError:
             pass
         self.isolate = bool(hello.get("isolate"))
-        self.cpu_usage = hello.get("cpu_usage")
+        self.cpu_usage = _CpuUsage(hello["cpu_usage"]) if hello.get("cpu_usage") else None
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:  # the zygote: nothing of any job exists yet in this memory
@@ -208,6 +208,7 @@ class _Runner:
         try:
             self._read(unit, job["mode"], start, reader, clock, {out_r: "out", err_r: "err"})
         finally:
+            clock.close()
             for pid in pids:
                 _kill(pid, group=not self.isolate)
             status = _reap(pids)
