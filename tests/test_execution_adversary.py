@@ -350,6 +350,41 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _runners() -> list[int]:
+    """The runner of each idle pooled worker (the python process under bubblewrap)."""
+    found = []
+    for worker in [w for ws in runner._POOL.idle.values() for w in ws]:
+        for top in _children(worker.proc.pid):
+            for pid in [top, *_children(top)]:
+                argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+                if "-c" in argv and not argv[0].endswith("bwrap"):
+                    found.append(pid)
+    return found
+
+
+def test_a_runner_killed_mid_run_loses_only_the_input_at_hand():
+    # The next job is in the runner's pipe before the current one's result is read: a runner that
+    # dies (here: killed from outside) takes the input at hand with it, nothing more; the job
+    # queued behind it and every later one run on a fresh sandbox.
+    import threading
+
+    program = "import time\ntime.sleep(0.2)\nprint(int(input()) * 2)"
+    assert run_programs([program], ["1"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0].output == "2"
+    (victim,) = _runners()
+    killer = threading.Timer(0.7, os.kill, (victim, 9))
+    killer.start()
+    try:
+        rows = run_programs([program + f"\n# {i}" for i in range(8)], ["3"], mode="stdin", timeout_s=5.0,
+                            memory_mb=256, workers=1)
+    finally:
+        killer.join()
+    outcomes = [row[0] for row in rows]
+    errors = [o for o in outcomes if o.status != "ok"]
+    assert len(errors) == 1 and "sandbox runner failed" in errors[0].error, outcomes
+    assert all(o.output == "6" for o in outcomes if o.status == "ok"), outcomes
+    assert victim not in _runners()
+
+
 def _runner_zygotes() -> list[list[int]]:
     """For each idle pooled worker, its runner's children that run as the runner's uid, oldest
     first: the zygote, then the zygote of stdin children once one ran (as root, the check server
