@@ -105,8 +105,10 @@ def _literal_call(expr: ast.AST, param: str) -> list | None:
     if len(uses) != 1:
         return [] if not uses else None
     for node in ast.walk(expr):
-        if _mentions(node, param) and (isinstance(node, _LAZY) or (isinstance(node, ast.Compare)
-                                                                      and len(node.ops) > 1)):
+        # The node's kind first: walking its subtree for the parameter only where it matters
+        # keeps this linear in the expression's size.
+        if (isinstance(node, _LAZY) or (isinstance(node, ast.Compare) and len(node.ops) > 1)) and _mentions(
+                node, param):
             return None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == param:
             if any(k.arg is None for k in node.keywords):
