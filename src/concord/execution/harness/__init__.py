@@ -111,9 +111,10 @@ Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
   against the solution's names in the check server; it passes iff both finish without an
   exception.
 
-In every mode the child first applies the reference harness's ``reliability_guard`` (the same
+In every mode the candidate runs under the reference harness's ``reliability_guard`` (the same
 functions set to ``None``), so a program that calls, e.g., ``os.remove`` fails here as it fails
-there. It is no security measure; the sandbox is.
+there; the zygote applies it once, so every child starts with it in place. It is no security
+measure; the sandbox is.
 """
 
 from __future__ import annotations
