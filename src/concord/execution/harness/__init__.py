@@ -184,8 +184,9 @@ import ctypes, os, sys
 _libc = ctypes.CDLL(None)
 _libc.personality.argtypes = [ctypes.c_ulong]
 _flags = _libc.personality(0xFFFFFFFF)
-if _flags != -1 and not _flags & 0x0040000 and _libc.personality(_flags | 0x0040000) != -1:
-    os.execv(sys.executable, sys.orig_argv)
+_argv = getattr(sys, "orig_argv", None)
+if _argv and _flags != -1 and not _flags & 0x0040000 and _libc.personality(_flags | 0x0040000) != -1:
+    os.execv(sys.executable, _argv)
 def _take(n):
     data = b""
     while len(data) < n:
@@ -195,7 +196,7 @@ def _take(n):
         data += chunk
     return data
 _code = compile(_take(int(_take(16))), "<sandbox>", "exec")
-del _libc, _flags, _take
+del _libc, _flags, _argv, _take
 exec(_code)
 """
 
