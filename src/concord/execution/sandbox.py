@@ -58,8 +58,11 @@ class Backend:
         return self.name != "none"
 
     def argv(self, program: str, cgroup_binds: list[tuple[str, str]] | None = None) -> list[str]:
-        """The command that runs ``program`` (``python -c``) in this sandbox."""
-        interp = [self.python, "-s", "-B", "-X", "utf8"]
+        """The command that runs ``program`` (``python -c``) in this sandbox. ``-S``: no ``site``
+        at start-up, so no ``.pth`` file of the interpreter's installation runs code (and
+        imports modules) in the runner, its zygote and every child; the program sets up what
+        ``site`` would that candidates see (see ``harness.BOOTSTRAP``)."""
+        interp = [self.python, "-S", "-s", "-B", "-X", "utf8"]
         if _python_version(self.python) >= (3, 11):
             interp.append("-P")  # no script directory on sys.path
         interp += ["-c", program]

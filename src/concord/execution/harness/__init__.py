@@ -171,7 +171,11 @@ def source() -> str:
     return "\n\n".join(texts) + '\n\nif __name__ == "__main__":\n    main()\n'
 
 
-# What ``python -c`` runs in the sandbox. First, once, the interpreter is re-executed with
+# What ``python -c`` runs in the sandbox (started with ``-S``). First, what ``site`` gives a
+# program: ``exit``, ``quit``, ``help``, ``copyright``, and the installation's site-packages on
+# ``sys.path`` -- without running its ``.pth`` files, whose code (an installer's shim, a
+# certificate hook) would import modules into the zygote, and with them fork handlers every child
+# runs (``threading``'s), and without ``sitecustomize``. Then, once, the interpreter is re-executed with
 # address-space randomisation off, so that every address a candidate can print (``<generator
 # object f at 0x...>``, ``object()``, ``id()``) is the same on every run of the same job: a rerun
 # reproduces its outputs byte for byte (the personality flag survives ``execve`` and ``fork``;
@@ -180,7 +184,11 @@ def source() -> str:
 # decimal length and that many bytes (:func:`framed_source`), and runs as ``__main__``; the
 # bytes are read exactly, so nothing of the first request is read ahead.
 BOOTSTRAP = """\
-import ctypes, os, sys
+import ctypes, os, site, sys
+site.setquit()
+site.setcopyright()
+site.sethelper()
+sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
 _libc = ctypes.CDLL(None)
 _libc.personality.argtypes = [ctypes.c_ulong]
 _flags = _libc.personality(0xFFFFFFFF)

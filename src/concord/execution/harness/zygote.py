@@ -191,12 +191,12 @@ class _Cloner:
         abi = _CLONE_ABI.get(os.uname().machine)
         if abi is None or not isinstance(offset, int) or not 0 <= offset < 4096 or offset % 4:
             return
-        import threading
+        import _thread  # not threading: its fork handler would run in every child
 
         try:
             _LIBC.pthread_self.restype = ctypes.c_void_p
             self.tid_at = _LIBC.pthread_self() + offset
-            if ctypes.c_int32.from_address(self.tid_at).value != threading.get_native_id():
+            if ctypes.c_int32.from_address(self.tid_at).value != _thread.get_native_id():
                 return
             self.syscall = ctypes.PyDLL(None, use_errno=True).syscall
             self.api = ctypes.pythonapi
