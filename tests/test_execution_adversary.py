@@ -350,13 +350,46 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def test_a_dead_zygote_is_replaced_and_no_outcome_lost():
-    # However a zygote dies (here: killed from outside), the next job on its worker runs on a
-    # fresh sandbox and every outcome is the one the program gets alone.
-    program = "print(int(input()) * 2)"
-    assert [o.output for o in run_programs([program], ["1"], mode="stdin", timeout_s=5.0, memory_mb=256,
-                                           workers=1)[0]] == ["2"]
-    killed = 0
+def _runners() -> list[int]:
+    """The runner of each idle pooled worker (the python process under bubblewrap)."""
+    found = []
+    for worker in [w for ws in runner._POOL.idle.values() for w in ws]:
+        for top in _children(worker.proc.pid):
+            for pid in [top, *_children(top)]:
+                argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+                if "-c" in argv and not argv[0].endswith("bwrap"):
+                    found.append(pid)
+    return found
+
+
+def test_a_runner_killed_mid_run_loses_only_the_input_at_hand():
+    # The next job is in the runner's pipe before the current one's result is read: a runner that
+    # dies (here: killed from outside) takes the input at hand with it, nothing more; the job
+    # queued behind it and every later one run on a fresh sandbox.
+    import threading
+
+    program = "import time\ntime.sleep(0.2)\nprint(int(input()) * 2)"
+    assert run_programs([program], ["1"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0].output == "2"
+    (victim,) = _runners()
+    killer = threading.Timer(0.7, os.kill, (victim, 9))
+    killer.start()
+    try:
+        rows = run_programs([program + f"\n# {i}" for i in range(8)], ["3"], mode="stdin", timeout_s=5.0,
+                            memory_mb=256, workers=1)
+    finally:
+        killer.join()
+    outcomes = [row[0] for row in rows]
+    errors = [o for o in outcomes if o.status != "ok"]
+    assert len(errors) == 1 and "sandbox runner failed" in errors[0].error, outcomes
+    assert all(o.output == "6" for o in outcomes if o.status == "ok"), outcomes
+    assert victim not in _runners()
+
+
+def _runner_zygotes() -> list[list[int]]:
+    """For each idle pooled worker, its runner's children that run as the runner's uid, oldest
+    first: the zygote, then the zygote of stdin children once one ran (as root, the check server
+    runs under a uid of its own; an idle runner has no other child)."""
+    found = []
     for worker in [w for ws in runner._POOL.idle.values() for w in ws]:
         bwrap = worker.proc.pid
         for top in _children(bwrap):
@@ -365,14 +398,29 @@ def test_a_dead_zygote_is_replaced_and_no_outcome_lost():
                                                                       .rsplit(")", 1)[1].split()[19]))
                 argv = Path(f"/proc/{runner_pid}/cmdline").read_text().split("\0")
                 if kids and "-c" in argv and not argv[0].endswith("bwrap"):
-                    os.kill(kids[0], 9)  # the runner's first child: its zygote
-                    killed += 1
-                    break
-            if killed:
-                break
-    assert killed
+                    found.append([k for k in kids if os.stat(f"/proc/{k}").st_uid == os.getuid()])
+    return found
+
+
+@pytest.mark.parametrize("which", [0, 1, None], ids=["zygote", "stdin-zygote", "both"])
+def test_a_dead_zygote_is_replaced_and_no_outcome_lost(which):
+    # However a zygote dies (here: killed from outside), the next job on its worker runs on a
+    # fresh sandbox and every outcome is the one the program gets alone.
+    program = "print(int(input()) * 2)"
+    solution, check = "def f(x):\n    return 2 * x\n", "def check(c):\n    assert c(2) == 4\ncheck(f)\n"
+    from concord.execution import run_checks
+
+    assert [o.output for o in run_programs([program], ["1"], mode="stdin", timeout_s=5.0, memory_mb=256,
+                                           workers=1)[0]] == ["2"]
+    zygotes = [kids for kids in _runner_zygotes() if len(kids) >= 2]
+    assert zygotes
+    for kids in zygotes:
+        for pid in (kids if which is None else [kids[0] if which == 0 else kids[-1]]):
+            os.kill(pid, 9)
     rows = run_programs([program] * 3, ["1", "2"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)
     assert [[o.output for o in row] for row in rows] == [["2", "4"]] * 3, rows
+    assert [o.output for o in run_checks([(solution, check)] * 2, timeout_s=5.0, memory_mb=256,
+                                         workers=1)] == ["passed"] * 2
 
 
 def test_planned_humaneval_calls_keep_the_order_and_state_of_one_by_one_calls():

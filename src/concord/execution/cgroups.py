@@ -238,7 +238,9 @@ class V1WorkerCgroup:
         return f"{mount}/cpuacct/cpuacct.usage"
 
     def extra_pids(self) -> int:
-        return 2  # the zygote and, while it forks a child, its intermediate process
+        # The zygote, the zygote of stdin children, and, while one of them forks a child, its
+        # intermediate process (all joined the group once, so every child starts inside).
+        return 3
 
     def set_limits(self, memory_mb: int, max_procs: int) -> None:
         if self._limits == (memory_mb, max_procs):

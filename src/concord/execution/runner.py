@@ -12,11 +12,11 @@ is trusted code), and keeps a backstop deadline of its own in case a runner stal
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
 import json
 import logging
 import os
-import queue
 import selectors
 import shutil
 import signal
@@ -44,7 +44,7 @@ from concord.execution.sandbox import (
 
 __all__ = ["run_programs", "run_checks", "uid_block", "UID_SLOTS", "probe", "resolve_backend"]
 
-_HARNESS_SOURCE = _harness.source()  # the parts of the sandbox's inside, joined
+_HARNESS_SOURCE = _harness.framed_source()  # the parts of the sandbox's inside, joined, as the bootstrap reads them
 _TID_OFFSET = _harness.tid_offset()  # read here, where thread ids are unambiguous (see harness._Cloner)
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
 _STDERR_CAP = 64 * 1024
@@ -109,6 +109,7 @@ class _Worker:
         self.owner = os.getpid()
         self.cgroup = cgroups.worker_cgroup() if backend.isolated else None
         self.proc: subprocess.Popen | None = None
+        self.sel: selectors.BaseSelector | None = None  # the runner's stdout and stderr, while it lives
         self.buf = bytearray()
         self.err = bytearray()
         self.jobs = 0
@@ -121,7 +122,7 @@ class _Worker:
     # -------------------------------------------------------------- process
 
     def _start(self) -> None:
-        argv = self.backend.argv(_HARNESS_SOURCE, self.cgroup.binds(CGROUP_MOUNT) if self.cgroup else None)
+        argv = self.backend.argv(_harness.BOOTSTRAP, self.cgroup.binds(CGROUP_MOUNT) if self.cgroup else None)
         if self.cgroup:
             argv = self.cgroup.wrap(argv)
         try:
@@ -132,8 +133,12 @@ class _Worker:
             raise SandboxError(f"could not start the {self.backend.name} sandbox: {exc}") from exc
         for stream in (self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ, "out")
+        self.sel.register(self.proc.stderr, selectors.EVENT_READ, "err")
         self.buf.clear()
         self.err.clear()
+        self._write(_HARNESS_SOURCE)  # the bootstrap reads it before anything else
         hello = {"isolate": self.backend.isolated, "tid_offset": _TID_OFFSET}
         if self.backend.isolated:
             hello["seccomp"] = seccomp.filter_bpf().hex()
@@ -149,6 +154,9 @@ class _Worker:
             raise SandboxError(f"{self.backend.name} sandbox failed to start: {detail}")
 
     def _kill(self) -> None:
+        if self.sel is not None:
+            self.sel.close()
+            self.sel = None
         if self.proc is None:
             return
         try:
@@ -181,7 +189,9 @@ class _Worker:
     # -------------------------------------------------------------- protocol
 
     def _send(self, obj: dict) -> None:
-        data = (json.dumps(obj) + "\n").encode("utf-8", "surrogatepass")
+        self._write((json.dumps(obj) + "\n").encode("utf-8", "surrogatepass"))
+
+    def _write(self, data: bytes) -> None:
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
@@ -194,59 +204,109 @@ class _Worker:
 
     def _next(self, deadline: float) -> dict | None:
         """The runner's next event, or None when it died or the deadline passed."""
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ, "out")
-        sel.register(self.proc.stderr, selectors.EVENT_READ, "err")
-        try:
-            while True:
-                cut = self.buf.find(b"\n")
-                if cut >= 0:
-                    line = bytes(self.buf[:cut])
-                    del self.buf[: cut + 1]
-                    try:
-                        event = json.loads(line.decode("utf-8", "surrogatepass"))
-                    except Exception:  # noqa: BLE001 -- whatever an unreadable event makes json raise
-                        event = None
-                    if not isinstance(event, dict):
-                        return {"event": "malformed", "error": f"the sandbox runner wrote a malformed event: "
-                                                              f"{line[:200]!r}"}
-                    return event
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.get_map():
-                    return None
-                for key, _ in sel.select(timeout=left):
-                    chunk = os.read(key.fileobj.fileno(), 1 << 16)
-                    if not chunk:
-                        sel.unregister(key.fileobj)
-                        continue
-                    if key.data == "out":
-                        self.buf += chunk
-                    elif len(self.err) < _STDERR_CAP:
-                        self.err += chunk[: _STDERR_CAP - len(self.err)]
-        finally:
-            sel.close()
+        sel = self.sel
+        while True:
+            cut = self.buf.find(b"\n")
+            if cut >= 0:
+                line = bytes(self.buf[:cut])
+                del self.buf[: cut + 1]
+                try:
+                    event = json.loads(line.decode("utf-8", "surrogatepass"))
+                except Exception:  # noqa: BLE001 -- whatever an unreadable event makes json raise
+                    event = None
+                if not isinstance(event, dict):
+                    return {"event": "malformed", "error": f"the sandbox runner wrote a malformed event: "
+                                                          f"{line[:200]!r}"}
+                return event
+            left = deadline - time.monotonic()
+            if left <= 0 or sel is None or not sel.get_map():
+                return None
+            for key, _ in sel.select(timeout=left):
+                chunk = os.read(key.fileobj.fileno(), 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                if key.data == "out":
+                    self.buf += chunk
+                elif len(self.err) < _STDERR_CAP:
+                    self.err += chunk[: _STDERR_CAP - len(self.err)]
 
     def run(self, program: str, inputs: list[str], mode: str, fn_name: str | None, limits: Limits) -> list[Outcome]:
-        """Every input's outcome. Nothing a candidate does makes this raise: a runner that dies,
-        stalls or reports nonsense is replaced by a fresh one (a new sandbox, a new zygote) and
-        the input at hand is run once more; when that fails too, that input alone is an error."""
-        outcomes: list[Outcome | None] = [None] * len(inputs)
-        start, failed_at = 0, None
-        while start < len(inputs):
-            try:
-                start = self._job(program, inputs, start, mode, fn_name, limits, outcomes)
-            except _RunnerFailed as exc:
-                self._kill()
-                k = exc.k
-                if failed_at != k:  # the first failure on this input: a fresh runner, once more
-                    failed_at, start = k, k
-                    continue
-                outcomes[k] = Outcome("error", None, f"sandbox runner failed twice on this input: {exc}"[:1000])
-                start = k + 1
-        return outcomes  # type: ignore[return-value]
+        """Every input's outcome (see :meth:`run_many`)."""
+        jobs = [(0, program, inputs)]
+        got: list[list[Outcome]] = []
+        self.run_many(lambda ahead: jobs.pop() if jobs else None, mode, fn_name, limits,
+                      lambda key, outcomes: got.append(outcomes))
+        return got[0]
 
-    def _job(self, program, inputs, start, mode, fn_name, limits, outcomes) -> int:
-        """Send one job from input ``start``; returns where to resume (len(inputs) when done)."""
+    def run_many(self, take, mode: str, fn_name: str | None, limits: Limits, deliver) -> None:
+        """Run jobs until ``take`` has none: ``take(ahead)`` gives the next (key, program, inputs)
+        or None (with ``ahead`` true it may keep one back), and ``deliver(key, outcomes)`` receives
+        every input's outcome of each job, in order.
+
+        While the runner works on one job, the next one is already in its pipe (at most
+        :data:`_AHEAD` jobs are), so it starts on it as soon as it has reported the current one:
+        this process's turn-around -- reading the result, handing it out, taking and sending the
+        next job -- is off the runner's path. The runner still runs one unit of work at a time;
+        nothing of a job reaches the zygote or another job's processes.
+
+        Nothing a candidate does makes this raise: a runner that dies, stalls or reports nonsense
+        is replaced by a fresh one (a new sandbox, a new zygote), the jobs it held are sent again,
+        and the input at hand is run once more; when that fails too, that input alone is an error."""
+        window: collections.deque[_Job] = collections.deque()
+        while True:
+            while len(window) < _AHEAD:
+                item = take(bool(window))
+                if item is None:
+                    break
+                window.append(_Job(*item))
+            if not window:
+                return
+            head = window[0]
+            if head.start < len(head.inputs):
+                try:
+                    if not head.sent:
+                        self._submit(head, mode, fn_name, limits, ahead=False)
+                    for job in list(window)[1:]:
+                        if not job.sent:
+                            self._submit(job, mode, fn_name, limits, ahead=True)
+                    alive = self._collect(head, mode, limits)
+                except _RunnerFailed as exc:
+                    self._kill()
+                    k = exc.k
+                    if head.failed_at != k:  # the first failure on this input: a fresh runner, once more
+                        head.failed_at, head.start = k, k
+                    else:
+                        head.outcomes[k] = Outcome("error", None,
+                                                   f"sandbox runner failed twice on this input: {exc}"[:1000])
+                        head.start = k + 1
+                    alive = False
+                if not alive:  # what the old runner held goes to a fresh one
+                    for job in window:
+                        job.sent = False
+            if head.start >= len(head.inputs):
+                window.popleft()
+                deliver(head.key, head.outcomes)
+
+    def _submit(self, job: _Job, mode: str, fn_name: str | None, limits: Limits, ahead: bool) -> None:
+        """Send ``job`` from its next input (a fresh runner when there is none). A job sent
+        ahead, while the runner works on another, only when it fits in the pipe: the write never
+        blocks while the runner may be blocked writing results this process is not reading yet;
+        a larger one waits until it is at the head. Raises :class:`_RunnerFailed` when the runner
+        is gone (ahead: the job stays unsent; reading the head's results finds out)."""
+        request = {
+            "id": self.jobs + 1, "program": job.program, "inputs": job.inputs, "start": job.start, "mode": mode,
+            "fn_name": fn_name, "timeout_s": limits.timeout_s, "max_output_bytes": limits.max_output_bytes,
+            "memory_mb": limits.memory_mb, "max_procs": limits.max_procs, "tmp_bytes": limits.tmp_mb * 1024 * 1024,
+            "uid": uid_block() + self.slot if self.backend.privileged else None,
+            "check_uid": uid_block() + UID_SLOTS + self.slot if self.backend.privileged else None,
+            # RLIMIT_NPROC counts the candidate uid's processes exactly (the cgroup's pids.max also
+            # counts the zygote); without root the uid is shared.
+            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,
+        }
+        data = (json.dumps(request) + "\n").encode("utf-8", "surrogatepass")
+        if ahead and (len(data) > _AHEAD_BYTES or self.proc is None):
+            return
         if self.proc is None:
             self._start()
         if self.cgroup:
@@ -261,35 +321,38 @@ class _Worker:
                 self._start()
                 if self.cgroup:
                     self.cgroup.set_limits(limits.memory_mb, procs)
+                if ahead:
+                    return
         self.jobs += 1
-        job = {
-            "id": self.jobs, "program": program, "inputs": inputs, "start": start, "mode": mode,
-            "fn_name": fn_name, "timeout_s": limits.timeout_s, "max_output_bytes": limits.max_output_bytes,
-            "memory_mb": limits.memory_mb, "max_procs": limits.max_procs, "tmp_bytes": limits.tmp_mb * 1024 * 1024,
-            "uid": uid_block() + self.slot if self.backend.privileged else None,
-            "check_uid": uid_block() + UID_SLOTS + self.slot if self.backend.privileged else None,
-            # RLIMIT_NPROC counts the candidate uid's processes exactly (the cgroup's pids.max also
-            # counts the zygote); without root the uid is shared.
-            "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,
-        }
+        job.id = self.jobs
         try:
-            self._send(job)
+            self._write(data)
         except SandboxError as exc:
-            raise _RunnerFailed(start, str(exc)) from None
+            if ahead:
+                return
+            raise _RunnerFailed(job.start, str(exc)) from None
+        job.sent = True
+
+    def _collect(self, job: _Job, mode: str, limits: Limits) -> bool:
+        """Read ``job``'s results until its "done" (it starts at ``job.start``, which follows
+        them); False when the runner died or stalled (it is killed: the input at hand is that
+        input's error, the job goes on from the next)."""
+        inputs, outcomes = job.inputs, job.outcomes
         # The runner enforces every limit itself; this backstop only catches a stalled runner.
         grace = 30.0 + 2 * limits.timeout_s
-        expect = start
         while True:
+            expect = job.start
             event = self._next(time.monotonic() + grace + limits.timeout_s)
             if event is None:  # the runner died or stalled: lose the input at hand, not the run
                 detail = self._stderr()
                 self._kill()
                 if expect < len(inputs):
                     outcomes[expect] = Outcome("error", None, f"sandbox runner failed: {detail[-300:]}")
-                return expect + 1
+                job.start = expect + 1
+                return False
             kind = event.get("event")
-            if kind == "done" and expect == len(inputs):
-                return expect
+            if kind == "done" and event.get("id") == job.id and expect == len(inputs):
+                return True
             if kind is not None or event.get("k") != expect or expect >= len(inputs):
                 # "failed" (e.g. the zygote could not fork), a malformed event or one out of turn
                 raise _RunnerFailed(min(expect, len(inputs) - 1), str(event.get("error") or event)[:300])
@@ -297,7 +360,25 @@ class _Worker:
                 outcomes[expect] = to_outcome(event, mode, limits.timeout_s)
             except Exception as exc:  # noqa: BLE001 -- a result we cannot read is that candidate's error
                 outcomes[expect] = Outcome("error", None, f"unreadable result ({type(exc).__name__})")
-            expect += 1
+            job.start = expect + 1
+
+
+# Jobs in a runner's pipe at once: the one it works on and the next, when that one is no larger
+# than this (a pipe holds 64 KiB; the runner reads whole lines ahead into its own buffer).
+_AHEAD = 2
+_AHEAD_BYTES = 32 * 1024
+
+
+class _Job:
+    """One (program, inputs) job as a worker runs it: its outcomes so far and the next input."""
+
+    def __init__(self, key, program: str, inputs: list[str]) -> None:
+        self.key, self.program, self.inputs = key, program, inputs
+        self.outcomes: list[Outcome | None] = [None] * len(inputs)
+        self.start = 0  # the first input without an outcome
+        self.failed_at: int | None = None  # the input the runner last failed on
+        self.id = 0  # the runner's id of the job, as last sent
+        self.sent = False  # to the runner that now lives
 
 
 class _RunnerFailed(Exception):
@@ -416,38 +497,47 @@ def run_checks(
 
 def _run_all(jobs: list[tuple[str | None, list[str]]], mode: str, fn_name: str | None, limits: Limits,
              sandbox: str | None, python: str | None, workers: int | None) -> list[list[Outcome]]:
-    """Each (program, inputs) job on a pooled worker, ``workers`` at a time, in order."""
+    """Each (program, inputs) job on a pooled worker, ``workers`` at a time; each worker takes
+    the next job when it has room for one (:meth:`_Worker.run_many`)."""
     backend = resolve_backend(sandbox, python=python)
-    n_workers = max(1, min(int(workers or _cpu_count()), len(jobs)))
-    taken: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
-
-    def task(job: tuple[str | None, list[str]]) -> list[Outcome]:
-        program, inputs = job
+    results: list[list[Outcome] | None] = [None] * len(jobs)
+    todo = collections.deque()
+    for i, (program, inputs) in enumerate(jobs):
         if program is None:
-            return [Outcome("error", None, "no program")] * len(inputs)
+            results[i] = [Outcome("error", None, "no program")] * len(inputs)
+        else:
+            todo.append((i, program, inputs))
+    n_workers = max(1, min(int(workers or _cpu_count()), len(todo)))
+    lock = threading.Lock()
+
+    def take(ahead: bool):
+        with lock:
+            # A job ahead only while every worker still has jobs to come: at the end of a run a
+            # worker must not hold a job back that an idle one could run now.
+            if not todo or (ahead and len(todo) < n_workers):
+                return None
+            return todo.popleft()
+
+    def deliver(i: int, outcomes: list[Outcome]) -> None:
+        results[i] = outcomes
+
+    def drive() -> None:
+        worker = _POOL.take(backend)
         try:
-            worker = taken.get_nowait()
-        except queue.Empty:
-            worker = _POOL.take(backend)
-        try:
-            result = worker.run(program, inputs, mode, fn_name, limits)
+            worker.run_many(take, mode, fn_name, limits, deliver)
         except BaseException:
             worker.close()
             raise
-        taken.put(worker)
-        return result
+        _POOL.give(worker, keep=_cpu_count())
 
-    try:
+    if todo:
         if n_workers == 1:
-            return [task(job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="sandbox") as pool:
-            return list(pool.map(task, jobs))
-    finally:
-        while True:
-            try:
-                _POOL.give(taken.get_nowait(), keep=_cpu_count())
-            except queue.Empty:
-                break
+            drive()
+        else:
+            with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="sandbox") as pool:
+                for future in [pool.submit(drive) for _ in range(n_workers)]:
+                    future.result()
+    return results  # type: ignore[return-value]
 
 
 def probe(backend: Backend) -> str | None:

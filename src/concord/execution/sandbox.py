@@ -57,11 +57,15 @@ class Backend:
     def isolated(self) -> bool:
         return self.name != "none"
 
-    def argv(self, harness_source: str, cgroup_binds: list[tuple[str, str]] | None = None) -> list[str]:
-        interp = [self.python, "-s", "-B", "-X", "utf8"]
+    def argv(self, program: str, cgroup_binds: list[tuple[str, str]] | None = None) -> list[str]:
+        """The command that runs ``program`` (``python -c``) in this sandbox. ``-S``: no ``site``
+        at start-up, so no ``.pth`` file of the interpreter's installation runs code (and
+        imports modules) in the runner, its zygote and every child; the program sets up what
+        ``site`` would that candidates see (see ``harness.BOOTSTRAP``)."""
+        interp = [self.python, "-S", "-s", "-B", "-X", "utf8"]
         if _python_version(self.python) >= (3, 11):
             interp.append("-P")  # no script directory on sys.path
-        interp += ["-c", harness_source]
+        interp += ["-c", program]
         if self.name == "none":
             return interp
         args = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",

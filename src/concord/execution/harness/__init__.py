@@ -2,7 +2,10 @@
 
 Self-contained (standard library only): the project is not visible in the sandbox, so the parts
 of this package are joined, in the fixed order of :data:`PARTS`, into one source
-(:func:`source`) that is handed to the interpreter with ``python -c``. Each part imports what it
+(:func:`source`). The interpreter is started with the short :data:`BOOTSTRAP` as ``python -c``,
+which reads that source, length first, from its stdin ahead of the first request: 90 KB of
+source on the command line would stay in the memory of every process forked from the runner
+(several copies of ``argv``), and so would be copied with each child. Each part imports what it
 uses from the parts before it, so that it can also be imported (and tested) on its own; those
 imports are dropped in the joined source, where all parts share one namespace. The parts:
 
@@ -66,9 +69,9 @@ Three kinds of process, and what each answers:
   The check server runs no candidate code and gets the same except the namespaces: the process
   it must be kept from, the solution's, sits in a PID namespace and under a uid of its own.
 
-The runner and everything forked from it run with address-space randomisation off
-(:func:`_fixed_layout`), and the parent writes every address in a default repr as ``0x0``: a
-rerun records the same bytes.
+The runner and everything forked from it run with address-space randomisation off (the
+bootstrap re-executes the interpreter once with ``ADDR_NO_RANDOMIZE``), and the parent writes
+every address in a default repr as ``0x0``: a rerun records the same bytes.
 
 A child reports a result on its stdout as a line ``<token> <json header>`` followed by the
 header's ``n`` bytes of payload (the output or the encoded return value). The token is random
@@ -108,9 +111,10 @@ Modes (how the reference harnesses run a candidate; see ``docs/fidelity.md``):
   against the solution's names in the check server; it passes iff both finish without an
   exception.
 
-In every mode the child first applies the reference harness's ``reliability_guard`` (the same
+In every mode the candidate runs under the reference harness's ``reliability_guard`` (the same
 functions set to ``None``), so a program that calls, e.g., ``os.remove`` fails here as it fails
-there. It is no security measure; the sandbox is.
+there; the zygote applies it once, so every child starts with it in place. It is no security
+measure; the sandbox is.
 """
 
 from __future__ import annotations
@@ -138,7 +142,7 @@ from concord.execution.harness.values import encoder
 from concord.execution.harness.zygote import tid_offset
 
 __all__ = [
-    "PARTS", "source", "main", "tid_offset", "clean_if_name", "make_function", "encoder", "FrameReader",
+    "PARTS", "source", "BOOTSTRAP", "framed_source", "main", "tid_offset", "clean_if_name", "make_function", "encoder", "FrameReader",
     "scan_frames", "PRELUDE", "DEFAULT_RECURSION_LIMIT", "SETUP_FAILED", "OUTPUT_SLACK", "STDERR_KEEP",
     "STDERR_READ", "WALL_BACKSTOP", "MAX_DEPTH", "HEADER_MAX", "ERROR_KEEP",
 ]
@@ -165,3 +169,48 @@ def source() -> str:
                 del lines[node.lineno - 1: node.end_lineno]
         texts.append(f"# ---- {name}\n" + "\n".join(lines).strip("\n") + "\n")
     return "\n\n".join(texts) + '\n\nif __name__ == "__main__":\n    main()\n'
+
+
+# What ``python -c`` runs in the sandbox (started with ``-S``). First, what ``site`` gives a
+# program: ``exit``, ``quit``, ``help``, ``copyright``, and the installation's site-packages on
+# ``sys.path`` -- without running its ``.pth`` files, whose code (an installer's shim, a
+# certificate hook) would import modules into the zygote, and with them fork handlers every child
+# runs (``threading``'s), and without ``sitecustomize``. Then, once, the interpreter is re-executed with
+# address-space randomisation off, so that every address a candidate can print (``<generator
+# object f at 0x...>``, ``object()``, ``id()``) is the same on every run of the same job: a rerun
+# reproduces its outputs byte for byte (the personality flag survives ``execve`` and ``fork``;
+# setting it needs no privilege). That happens before anything is read, so the re-executed
+# interpreter finds its stdin untouched. Then the joined source arrives on stdin as a 16-byte
+# decimal length and that many bytes (:func:`framed_source`), and runs as ``__main__``; the
+# bytes are read exactly, so nothing of the first request is read ahead.
+BOOTSTRAP = """\
+import ctypes, os, site, sys
+site.setquit()
+site.setcopyright()
+site.sethelper()
+sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
+_libc = ctypes.CDLL(None)
+_libc.personality.argtypes = [ctypes.c_ulong]
+_flags = _libc.personality(0xFFFFFFFF)
+_argv = getattr(sys, "orig_argv", None)
+if _argv and _flags != -1 and not _flags & 0x0040000 and _libc.personality(_flags | 0x0040000) != -1:
+    os.execv(sys.executable, _argv)
+def _take(n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(0, n - len(data))
+        if not chunk:
+            raise SystemExit("the sandbox's source did not arrive")
+        data += chunk
+    return data
+_code = compile(_take(int(_take(16))), "<sandbox>", "exec")
+del _libc, _flags, _argv, _take
+exec(_code)
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def framed_source() -> bytes:
+    """The joined source as :data:`BOOTSTRAP` reads it from stdin: its length, then its bytes."""
+    data = source().encode("utf-8")
+    return f"{len(data):16d}".encode() + data

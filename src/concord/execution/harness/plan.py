@@ -13,7 +13,7 @@ _LAZY = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, 
          ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Starred)
 
 
-def _planned_calls(check: str) -> tuple[str | None, list, bool]:
+def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
     """(entry point, [(args, kwargs), ...], early): the calls of the entry point that a HumanEval check
     ``def check(candidate): ...`` followed by ``check(<entry point>)`` makes first, whatever the
     solution answers: those in the leading statements of its body that are plain (``assert``,
@@ -22,9 +22,9 @@ def _planned_calls(check: str) -> tuple[str | None, list, bool]:
     conditionally. The plan ends at the first statement that is not such. Anything unexpected
     gives no plan. ``early``: nothing the check runs before ``check(<entry point>)`` can call the
     solution (:func:`_calls_nothing`), so the planned calls may run as soon as the solution is
-    defined, in the same round trip as its names."""
+    defined, in the same round trip as its names. ``check``: its source, or the source parsed."""
     try:
-        body = ast.parse(check).body
+        body = (check if isinstance(check, ast.Module) else ast.parse(check)).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None, [], False
     last = body[-1] if body else None
@@ -105,8 +105,10 @@ def _literal_call(expr: ast.AST, param: str) -> list | None:
     if len(uses) != 1:
         return [] if not uses else None
     for node in ast.walk(expr):
-        if _mentions(node, param) and (isinstance(node, _LAZY) or (isinstance(node, ast.Compare)
-                                                                      and len(node.ops) > 1)):
+        # The node's kind first: walking its subtree for the parameter only where it matters
+        # keeps this linear in the expression's size.
+        if (isinstance(node, _LAZY) or (isinstance(node, ast.Compare) and len(node.ops) > 1)) and _mentions(
+                node, param):
             return None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == param:
             if any(k.arg is None for k in node.keywords):

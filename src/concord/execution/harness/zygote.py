@@ -5,6 +5,14 @@ read: its memory holds the interpreter, the prelude modules and the seccomp filt
 data ever enters it (it only receives file descriptors and a fork order). *Threat answered: a
 candidate reading another job's program, inputs, outputs or hidden check out of memory it
 inherited.* Standard library only.
+
+It is kept small, because every child pays for its size twice: the clone copies its page tables,
+and every page of it a child writes to is copied on that write. ``unittest.mock``, which only
+``stdin`` mode uses, pulls in ``asyncio`` (a third of the zygote's memory, and fork handlers that
+run in every child), so it lives in a second zygote: the first clones it on the first ``stdin``
+job (the order ``zygote``), and it imports ``unittest.mock`` and then serves ``stdin`` children
+exactly as the first serves the others. Being a clone of a process no job data ever entered, it
+holds none either.
 """
 
 from __future__ import annotations
@@ -23,8 +31,10 @@ from concord.execution.harness.base import (
     CLONE_NEWPID,
     CLONE_PARENT,
     _check,
+    _fork,
 )
 from concord.execution.harness.child import _child_main
+from concord.execution.harness.modes import _reliability_guard
 
 
 def _zygote(sock_fd: int, hello: dict) -> None:
@@ -43,8 +53,13 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             with open(path, "w") as f:
                 f.write("0")
         hello = dict(hello, child_cgroup_procs=[])
-    sock = socket.socket(fileno=sock_fd)
     clone = _Cloner(hello.get("tid_offset"))
+    _reliability_guard(disable_exit=False)  # once, for every child (see there)
+    _serve(socket.socket(fileno=sock_fd), clone, hello)
+
+
+def _serve(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
+    """The zygote's loop: one child per order on ``sock``. Never returns."""
     # Everything alive now is shared, copy-on-write, with every child: out of the collector's
     # sight, so a child's collections never walk (and so never copy) the inherited pages.
     gc.freeze()
@@ -56,8 +71,10 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             continue
         if not msg:
             os._exit(0)  # the runner is gone
+        # The orders: a child, with or without a PID namespace; or the second zygote, which
+        # serves on the socket that comes with the order.
         try:
-            pidns = msg == b"pidns"  # the only order there is: a child, with or without a PID namespace
+            pidns = msg == b"pidns"
             child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
         except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
             for fd in fds:
@@ -66,10 +83,29 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             continue
         if child == 0:
             sock.close()
+            if msg == b"zygote":
+                _second_zygote(fds, clone, hello)
             _child_main(fds, hello)
         for fd in fds:
             os.close(fd)
         sock.send(str(max(child, 0)).encode())
+
+
+def _second_zygote(fds: list[int], clone: _Cloner, hello: dict) -> None:
+    """The zygote of ``stdin`` children: this clone of the first zygote, with ``unittest.mock``
+    (LiveCodeBench patches stdin and ``open`` with it) imported before it serves. Never returns."""
+    try:
+        (sock_fd,) = fds
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(sock_fd, 3)
+        os.closerange(4, 1 << 16)
+        import unittest.mock  # noqa: F401 -- warm for every child
+
+        _serve(socket.socket(fileno=3), clone, hello)
+    finally:
+        os._exit(1)
 
 
 def _fork_through_middle(pidns: bool) -> int:
@@ -78,7 +114,7 @@ def _fork_through_middle(pidns: bool) -> int:
     pid (0 when unknown) in the zygote."""
     r, w = os.pipe()
     try:
-        middle = os.fork()
+        middle = _fork()
     except BaseException:
         os.close(r)
         os.close(w)
@@ -90,7 +126,7 @@ def _fork_through_middle(pidns: bool) -> int:
             if pidns:
                 # The next fork becomes PID 1 of a fresh namespace; this process then exits.
                 _check(_LIBC.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
-            child = os.fork()
+            child = _fork()
             if child != 0:
                 os.write(w, str(child).encode())
         except BaseException:  # noqa: BLE001 -- the zygote reads no pid and tells the runner
@@ -155,12 +191,12 @@ class _Cloner:
         abi = _CLONE_ABI.get(os.uname().machine)
         if abi is None or not isinstance(offset, int) or not 0 <= offset < 4096 or offset % 4:
             return
-        import threading
+        import _thread  # not threading: its fork handler would run in every child
 
         try:
             _LIBC.pthread_self.restype = ctypes.c_void_p
             self.tid_at = _LIBC.pthread_self() + offset
-            if ctypes.c_int32.from_address(self.tid_at).value != threading.get_native_id():
+            if ctypes.c_int32.from_address(self.tid_at).value != _thread.get_native_id():
                 return
             self.syscall = ctypes.PyDLL(None, use_errno=True).syscall
             self.api = ctypes.pythonapi
