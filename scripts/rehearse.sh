@@ -51,7 +51,13 @@ mkdir -p "$WORK"
 git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$WORK/"
 cd "$WORK"
 export PATH="$ENV/bin:$PATH" PYTHONPATH="$WORK/src" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-"$PY" -m concord rehearsal-data --out data/rehearsal >/dev/null
+# Written aside and copied by content: a second call (resuming a stopped run) leaves unchanged
+# files and their mtimes alone, so Snakemake reruns nothing downstream of them.
+rm -rf data/rehearsal.new
+"$PY" -m concord rehearsal-data --out data/rehearsal.new >/dev/null
+mkdir -p data/rehearsal
+rsync -r --checksum --delete data/rehearsal.new/ data/rehearsal/
+rm -rf data/rehearsal.new
 CONFIGS=(config/paper.yaml config/paper_fmv.yaml config/paper_scmoa.yaml)
 # The README's local-cluster overrides; an evaluation asks 4 CPUs per GPU, more than the node's 2.
 CLUSTER=(--default-resources slurm_account=concord slurm_partition=local --sdm env-modules --set-threads evaluate=1)
