@@ -70,11 +70,12 @@ PAPER_INPUTS=(--config "fmv={benchmarks: {lcb_v6: {path: $D/livecodebench}}}"
 REHEARSAL=(--configfile "${CONFIGS[@]}" config/rehearsal.yaml)
 if [ "$MODE" = full ]; then  # (CI plans both in tests/test_rehearsal.py, once)
 say "planning the paper configs (snakemake --profile slurm -n)"
-"$PY" -m snakemake --profile slurm -n --nolock "${CLUSTER[@]}" "${PAPER_INPUTS[@]}" > paper-plan.txt 2>&1 \
+"$PY" -m snakemake --profile slurm -n -F --nolock "${CLUSTER[@]}" "${PAPER_INPUTS[@]}" > paper-plan.txt 2>&1 \
   || { tail -30 paper-plan.txt; exit 2; }
-"$PY" -m snakemake --profile slurm -n --nolock "${REHEARSAL[@]}" "${CLUSTER[@]}" > rehearsal-plan.txt 2>&1 \
+"$PY" -m snakemake --profile slurm -n -F --nolock "${REHEARSAL[@]}" "${CLUSTER[@]}" > rehearsal-plan.txt 2>&1 \
   || { tail -30 rehearsal-plan.txt; exit 2; }
-# The overlay must plan every rule the papers plan (same names; only the grid is smaller).
+# The overlay must plan every rule the papers plan (same names; only the grid is smaller). Both
+# plans are whole (-F): a resumed run's tree already holds outputs of both.
 "$PY" - <<'EOF'
 from pathlib import Path
 from concord.rehearsal import plan_rules
