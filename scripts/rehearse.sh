@@ -152,6 +152,6 @@ say "run finished: $(grep -c 'submitted with SLURM jobid' run.txt) Slurm jobs; v
 
 # 5. Verdicts.
 [ "$MODE" = ci ] && { say "CI subset done in $WORK"; exit 0; }
-"$PY" -m concord audit verify results
+"$PY" -m concord audit verify results --configfile "${CONFIGS[@]}" config/rehearsal.yaml
 "$PY" -m concord rehearsal-check --plan paper-plan.txt --logs .snakemake/log/*.snakemake.log --json rehearsal-check.json
 say "rehearsal passed: $WORK (paper-plan.txt, run.txt, rehearsal-check.json, results/)"
