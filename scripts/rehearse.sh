@@ -51,7 +51,13 @@ mkdir -p "$WORK"
 git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$WORK/"
 cd "$WORK"
 export PATH="$ENV/bin:$PATH" PYTHONPATH="$WORK/src" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-"$PY" -m concord rehearsal-data --out data/rehearsal >/dev/null
+# Written aside and copied by content: a second call (resuming a stopped run) leaves unchanged
+# files and their mtimes alone, so Snakemake reruns nothing downstream of them.
+rm -rf data/rehearsal.new
+"$PY" -m concord rehearsal-data --out data/rehearsal.new >/dev/null
+mkdir -p data/rehearsal
+rsync -r --checksum --delete data/rehearsal.new/ data/rehearsal/
+rm -rf data/rehearsal.new
 CONFIGS=(config/paper.yaml config/paper_fmv.yaml config/paper_scmoa.yaml)
 # The README's local-cluster overrides; an evaluation asks 4 CPUs per GPU, more than the node's 2.
 CLUSTER=(--default-resources slurm_account=concord slurm_partition=local --sdm env-modules --set-threads evaluate=1)
@@ -64,11 +70,12 @@ PAPER_INPUTS=(--config "fmv={benchmarks: {lcb_v6: {path: $D/livecodebench}}}"
 REHEARSAL=(--configfile "${CONFIGS[@]}" config/rehearsal.yaml)
 if [ "$MODE" = full ]; then  # (CI plans both in tests/test_rehearsal.py, once)
 say "planning the paper configs (snakemake --profile slurm -n)"
-"$PY" -m snakemake --profile slurm -n --nolock "${CLUSTER[@]}" "${PAPER_INPUTS[@]}" > paper-plan.txt 2>&1 \
+"$PY" -m snakemake --profile slurm -n -F --nolock "${CLUSTER[@]}" "${PAPER_INPUTS[@]}" > paper-plan.txt 2>&1 \
   || { tail -30 paper-plan.txt; exit 2; }
-"$PY" -m snakemake --profile slurm -n --nolock "${REHEARSAL[@]}" "${CLUSTER[@]}" > rehearsal-plan.txt 2>&1 \
+"$PY" -m snakemake --profile slurm -n -F --nolock "${REHEARSAL[@]}" "${CLUSTER[@]}" > rehearsal-plan.txt 2>&1 \
   || { tail -30 rehearsal-plan.txt; exit 2; }
-# The overlay must plan every rule the papers plan (same names; only the grid is smaller).
+# The overlay must plan every rule the papers plan (same names; only the grid is smaller). Both
+# plans are whole (-F): a resumed run's tree already holds outputs of both.
 "$PY" - <<'EOF'
 from pathlib import Path
 from concord.rehearsal import plan_rules
@@ -145,6 +152,6 @@ say "run finished: $(grep -c 'submitted with SLURM jobid' run.txt) Slurm jobs; v
 
 # 5. Verdicts.
 [ "$MODE" = ci ] && { say "CI subset done in $WORK"; exit 0; }
-"$PY" -m concord audit verify results
+"$PY" -m concord audit verify results --configfile "${CONFIGS[@]}" config/rehearsal.yaml
 "$PY" -m concord rehearsal-check --plan paper-plan.txt --logs .snakemake/log/*.snakemake.log --json rehearsal-check.json
 say "rehearsal passed: $WORK (paper-plan.txt, run.txt, rehearsal-check.json, results/)"

@@ -303,3 +303,20 @@ def test_figure5b_of_one_cell_draws_a_bootstrap_se_over_questions(tmp_path):
     deltas = plots.cell_question_deltas(plots.figure_inputs(config, "figure5b", tmp_path), "m1", "amc")
     assert deltas["core"].shape == (1, 12)
     assert frame.set_index("arm").loc["core", "mean_delta"] == pytest.approx(deltas["core"].mean())
+
+
+@pytest.mark.parametrize("given", ["qwen2.5-math-1.5b_gpqa_diamond_seed0.png", "qwen2.5-math-1.5b_gpqa_diamond_seed0"])
+def test_save_figure_keeps_a_dotted_model_key_in_the_file_name(tmp_path, given):
+    """Paper model keys hold dots (qwen2.5-math-1.5b): the files are the rule's declared outputs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    written = io.save_figure(fig, tmp_path / given)
+    plt.close(fig)
+    want = [tmp_path / "qwen2.5-math-1.5b_gpqa_diamond_seed0.png", tmp_path / "qwen2.5-math-1.5b_gpqa_diamond_seed0.pdf"]
+    assert written == want and all(p.stat().st_size > 0 for p in want)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in want)

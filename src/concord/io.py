@@ -98,7 +98,9 @@ def save_figure(fig, stem: str | os.PathLike, formats: Iterable[str] = ("png", "
         stem = stem.with_suffix("")
     out = []
     for fmt in formats:
-        target = stem.with_suffix(f".{fmt}")
+        # Appended, not with_suffix: a stem such as "qwen2.5-math-1.5b_gpqa" has the "suffix"
+        # ".5b_gpqa", which with_suffix would replace.
+        target = stem.with_name(f"{stem.name}.{fmt}")
         with atomic_path(target) as tmp:
             fig.savefig(tmp, format=fmt, bbox_inches="tight", dpi=150, metadata=_figure_metadata(fmt))
         out.append(target)
