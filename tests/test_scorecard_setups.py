@@ -247,3 +247,32 @@ def test_full_bbh_setup_is_produced_but_printed_nowhere(tmp_path):
 def test_every_configured_setup_is_covered(setup):
     assert setup in {"main", "mechanistic", "paradox", "h1_ksweep", "full_bbh"}, \
         f"config/paper_scmoa.yaml has a new setup {setup!r}: add a test of the cells it should judge"
+
+
+def test_pooled_counts_over_fewer_questions_are_another_setting_not_a_miss():
+    """Table 13's and Table 31's pooled counts carry the questions they cover (the sum over their
+    benchmarks): a run of one question per benchmark, as the rehearsal's, is named "different
+    setting" beside them, while the paper's sizes are judged."""
+    from concord.scorecard.compare import compare
+    from concord.scorecard.readers import Reproduced
+    from concord.scorecard.readers.scmoa import scmoa_aggregates
+
+    def records(sizes: dict[str, int]) -> list[Reproduced]:
+        out = []
+        for bench, n in sizes.items():
+            setting = {"n_questions": str(n), "temperature": "0", "N": "5", "k": "2"}
+            for q, value in (("beneficial", 3.0), ("harmful", 0.0)):
+                out.append(Reproduced("scmoa", f"post_flips:{q}:gpt-oss-120b:{bench}", value, f"{bench}.csv", "",
+                                      dict(setting), group="main"))
+            for base in ("moa_para", "self_moa", "sc", "textgrad"):
+                out.append(Reproduced("scmoa", f"mcnemar_p:gpt-oss-120b:{bench}:{base}", 0.01, f"{bench}.csv", "",
+                                      dict(setting), group="main"))
+        return out
+
+    cells = [c for c in load_printed("scmoa") if c.id in ("t31.qa.harmful", "t13.n_significant")]
+    paper = {"aime": 90, "bbh": 296, "gpqa_diamond": 198, "lcb_hard": 171}
+    for sizes, expected in ((paper, {"within", "outside"}), ({b: 1 for b in paper}, {"different setting"})):
+        recs = records(sizes)
+        rows, _ = compare(cells, recs + scmoa_aggregates(recs, {}))
+        assert {row.verdict for row in rows} <= expected, [(r.cell.id, r.verdict, r.setting_differences) for r in rows]
+        assert len(rows) == 2

@@ -382,8 +382,8 @@ def scmoa_aggregates(records: Sequence[Reproduced], config: Mapping) -> list[Rep
             if comparisons:
                 ps = [by_measure[f"mcnemar_p:{model}:{b}:{base}"] for b, base in comparisons]
                 his = [by_measure.get(f"ci_hi:{model}:{b}:{base}") for b, base in comparisons]
-                setting = {**{k: v for k, v in ps[0].setting.items() if k != "n_questions"},
-                           "comparisons": str(len(comparisons))}
+                setting = {**ps[0].setting, "n_questions": _pooled_questions(by_measure, model, "mcnemar_p", dict(
+                    (b, f"{b}:{base}") for b, base in comparisons)), "comparisons": str(len(comparisons))}
                 sources = ", ".join(sorted({p.source for p in ps}))
                 significant = float(sum(p.value < 0.05 for p in ps))
                 out.append(Reproduced("scmoa", f"n_significant:{model}", significant, sources, "", dict(setting),
@@ -397,7 +397,9 @@ def scmoa_aggregates(records: Sequence[Reproduced], config: Mapping) -> list[Rep
             if present:
                 first = by_measure[f"post_flips:beneficial:{model}:{present[0]}"]
                 setting = {"temperature": first.setting["temperature"], "benchmarks": "+".join(present),
-                           "N": first.setting.get("N", "unknown"), "k": first.setting.get("k", "unknown")}
+                           "N": first.setting.get("N", "unknown"), "k": first.setting.get("k", "unknown"),
+                           "n_questions": _pooled_questions(by_measure, model, "post_flips:beneficial",
+                                                            {b: b for b in present})}
                 for q in ("beneficial", "harmful"):
                     parts = [by_measure[f"post_flips:{q}:{model}:{b}"] for b in present]
                     out.append(Reproduced("scmoa", f"post_flips:{q}:{model}:bbh+gpqa_diamond+aime",
@@ -405,3 +407,23 @@ def scmoa_aggregates(records: Sequence[Reproduced], config: Mapping) -> list[Rep
                                           dict(setting), uncertainty=combine([p.uncertainty for p in parts],
                                                                              [1.0] * len(parts)), group=group))
     return out
+
+
+def _pooled_questions(by_measure: Mapping[str, Reproduced], model: str, prefix: str, keys: Mapping[str, str]) -> str:
+    """The questions a pooled count covers: the sum of its benchmarks' question counts, one per
+    benchmark ("unknown" when any is), so a pooled count is judged only beside a run of the
+    paper's size (a count over 1 question per benchmark is another setting, not a miss)."""
+    total = 0
+    for key in keys.values():
+        n = by_measure[f"{prefix}:{model}:{key}"].setting.get("n_questions")
+        if n is None or _number_or_none(n) is None:
+            return "unknown"
+        total += int(float(n))
+    return str(total)
+
+
+def _number_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
