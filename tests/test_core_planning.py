@@ -33,3 +33,28 @@ def test_a_config_without_core_arms_plans_nothing():
     assert CorePlan({"models": {"m": {}}, "benchmarks": {"amc": {}}}, "res").targets() == []
     assert CorePlan(CONFIG, "res").figure2_targets() == ["res/figures/figure2/m_amc_seed0.png",
                                                          "res/figures/figure2/m_aime_seed0.png"]
+
+
+def test_curve_ends_from_evaluation_read_the_arms_evaluations_under_the_same_protocol_only():
+    import pytest
+    import yaml
+
+    from concord.papers.core.planning import check_ends_from_evaluation
+
+    default = yaml.safe_load(open("config/config.yaml", encoding="utf-8"))
+    plan = CorePlan(default, "res")  # the default's protocols agree, so planning accepts it
+    assert plan.ends_from_evaluation
+    assert plan.figure3_arm_eval_inputs() == [f"res/eval/smollm2-135m/synthetic/{a}/seed0.json" for a in ("majority", "core")]
+    assert CorePlan(CONFIG, "res").figure3_arm_eval_inputs() == []  # off: the logs hold every point
+    for section, key, value, named in [
+        ("training", "val_k", 2, "training.val_k = evaluation.k"),
+        ("training", "validation_fraction", 0.5, "validation_fraction"),
+        ("evaluation", "max_questions", 12, "training.val_questions = evaluation.max_questions"),
+        ("engine", "backend", "vllm", "engine.backend = hf"),
+        ("engine", "batch_size", 32, "training.val_batch_size = engine.batch_size"),
+        ("training", "use_vllm", True, "training.use_vllm"),
+    ]:
+        sections = {s: dict(default[s]) for s in ("training", "evaluation", "engine")}
+        sections[section][key] = value
+        with pytest.raises(ValueError, match="ends_from_evaluation.*" + named.replace(".", r"\.").replace("=", "=")):
+            check_ends_from_evaluation(sections["training"], sections["evaluation"], sections["engine"])

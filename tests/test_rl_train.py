@@ -236,6 +236,35 @@ def test_validation_under_the_evaluation_protocol_is_the_evaluation_of_the_same_
     assert base["pass_at_1"] != trained["pass_at_1"]  # the policy moved between the two points
 
 
+def test_curve_ends_left_to_the_evaluations_are_not_sampled_in_training(tiny):
+    """training.ends_from_evaluation: the run validates only between its ends, and Figure 3 takes
+    step 0 from Base's evaluation and the last step from the trained model's (the identity above)."""
+    from concord.papers.core.curves import load_curves, with_evaluation_ends
+    from concord.papers.core.evaluation import evaluate
+
+    root, model_dir = tiny
+    protocol = {"eval_every": 1, "val_questions": 6, "val_k": 4, "val_max_new_tokens": 12, "val_batch_size": 24,
+                "ends_from_evaluation": True}
+    cmd, env, out, _ = _cli(root, model_dir, root / "questions.jsonl", "seed0", training=protocol)
+    _run(cmd, env)
+    logged = {r["step"]: r["val_pass_at_1"] for r in read_jsonl(out / "log.jsonl") if "val_pass_at_1" in r}
+    assert sorted(logged) == [1, 2]  # steps 0 and 3 are not sampled a second time
+    ev = {"k": 4, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 12, "max_questions": 6}
+    engine = {"backend": "hf", "dtype": "float32", "batch_size": 24}
+    evals = {}
+    for name, m in (("base", model_dir), ("core", out)):
+        path = root / "results" / "eval" / "tiny" / "synthetic" / name / "seed0.json"
+        evals[name] = (path, evaluate(model_dir=m, questions_path=root / "questions.jsonl", out_path=path, seed=0,
+                                      evaluation=ev, engine=engine, arm=name,
+                                      answers_policy=resolve_section("answers", {})["policy"]))
+    points = with_evaluation_ends(load_curves([out], allow_empty=True), [out], [evals["base"][0]], [evals["core"][0]])
+    curve = dict(zip(points["step"], points["val_pass_at_1"]))
+    assert sorted(curve) == [0, 1, 2, 3]
+    assert curve[0] == evals["base"][1]["pass_at_1"] and curve[3] == evals["core"][1]["pass_at_1"]
+    assert curve[1] == logged[1] and curve[2] == logged[2]
+    assert set(points["val_k"]) == {4} and set(points["val_questions"]) == {6}
+
+
 def test_gold_answers_never_reach_training(reference_run, tiny):
     root, model_dir = tiny
     cmd, env, out, _ = _cli(root, model_dir, root / "wrong_gold.jsonl", "wrong_gold")

@@ -37,6 +37,10 @@ def figure3_base_inputs(wildcards=None):
     return CORE_PLAN.figure3_base_inputs()
 
 
+def figure3_arm_eval_inputs(wildcards=None):
+    return CORE_PLAN.figure3_arm_eval_inputs()
+
+
 def train_targets():
     return CORE_PLAN.train_targets()
 

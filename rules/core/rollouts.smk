@@ -14,10 +14,12 @@ rule rollouts:
         task=lambda wc: task_of(wc.benchmark),
         answers=as_json(section("answers")),
         cache=lambda wc: f"{CACHE}/rollouts/{wc.model}/{wc.benchmark}/seed{wc.seed}",
-    # Longest jobs first (roll-outs, SC-MoA, training): on a small machine this two-thread job, left
-    # for later, waits for both cores while one-thread jobs keep taking one (measured: it ran last).
+    # Longest jobs first (roll-outs, SC-MoA, training). One thread on a CPU: Snakemake's scheduler
+    # maximises the summed priority of what runs, so two one-thread jobs (SC-MoA's 40 + 40) beat one
+    # two-thread job (50) whenever both cores are free, and a two-thread roll-out job waited until
+    # nothing else was left (measured: it started at 650 s of a 919-s run and ran alone).
     priority: 50
-    threads: 2
+    threads: 2 if ON_GPU else 1
     log:
         f"{LOGS}/rollouts/{{model}}/{{benchmark}}/seed{{seed}}.log",
     benchmark:

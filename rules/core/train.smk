@@ -98,6 +98,8 @@ rule figure3:
         logs=figure3_inputs(),
         # Base under the evaluation protocol: the step-0 star beside the validation curves.
         base=figure3_base_inputs(),
+        # training.ends_from_evaluation: the trained arms' evaluations are the curves' last points.
+        arm_evals=figure3_arm_eval_inputs(),
     output:
         png=in_report(f"{RESULTS}/figures/figure3.png", "core/figure3.rst", "CoRE paper", "Figure 3", item="curves"),
         pdf=f"{RESULTS}/figures/figure3.pdf",
@@ -120,7 +122,7 @@ rule figure3:
         "../../envs/analysis.yaml"
     shell:
         audited(
-            "python -m concord core-figure3 --logs {input.logs:q} --base-evals {input.base:q}"
+            "python -m concord core-figure3 --logs {input.logs:q} --base-evals {input.base:q} --arm-evals {input.arm_evals:q}"
             " --figure {output.png:q} --table {output.csv:q}"
             " --plateau-window {params.plateau_window} --labels {params.labels:q} > {log:q} 2>&1"
         )

@@ -103,7 +103,11 @@ rule fmv_generate:
     params:
         sampling=_generation_sampling,
         engine=_generation_engine,
-    threads: 2
+    # The trained policies' candidates come as soon as their training ends (the FMV chain
+    # train -> generate -> execute -> analyse is the default run's last). One thread on a CPU:
+    # a two-thread job waits for both cores (rules/core/rollouts.smk) and used about one.
+    priority: 20
+    threads: 2 if ON_GPU else 1
     log:
         f"{LOGS}/fmv/generate/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
     benchmark:
@@ -159,7 +163,7 @@ rule fmv_gencluster:
     params:
         gencluster=_gencluster_spec,
         engine=as_json(ENGINE),
-    threads: 2
+    threads: 2 if ON_GPU else 1  # one on a CPU: see fmv_generate
     log:
         f"{LOGS}/fmv/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.log",
     benchmark:
@@ -266,6 +270,8 @@ rule fmv_train:
         run_dir=lambda wc, output: os.path.dirname(output.log),
         accelerate_config=_fmv_accelerate_config,
         num_processes=processes_per_gpu_job,
+    # As long as a CoRE training (the full-set runs): started with them, not after them.
+    priority: 30
     threads: int(_FMV_TRAINING.get("threads", 2))
     log:
         f"{LOGS}/fmv/train/{{cmodel}}/{{cbench}}/{{carm}}-{{split}}-n{{nvote}}/seed{{seed}}.log",

@@ -96,6 +96,8 @@ def smollm2_tokenizer_dir() -> Path:
 
 def convert_gguf(gguf_file: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """Convert a GGUF checkpoint to a safetensors model directory (tokenizer included)."""
+    import copy
+
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -106,8 +108,12 @@ def convert_gguf(gguf_file: str | os.PathLike, out_dir: str | os.PathLike) -> Pa
     folder, name = str(gguf_file.parent), gguf_file.name
     log.info("loading %s (dequantising GGUF)", gguf_file)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    gguf_model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    # Each transformers call parses the whole GGUF (its 49k-token vocabulary field by field, about
+    # 4 s here): the config is parsed once and handed to the model load, which then only reads
+    # the tensors and parses the file for them.
     config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    gguf_model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                                      config=copy.deepcopy(config))
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = model.load_state_dict(gguf_model.state_dict(), strict=False)
     # Tied embeddings legitimately have no separate lm_head weight in the GGUF state dict.

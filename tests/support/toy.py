@@ -19,7 +19,8 @@ def toy_config() -> dict:
     config["benchmarks"]["synthetic"]["n_questions"] = 4
     config["rollouts"].update(n=4, max_new_tokens=8)
     config["analysis"].update(n_values=[2, 4], n_subsamples=2)
-    config["training"].update(max_completion_length=8, val_max_new_tokens=8, val_questions=1)
+    # Validation under the evaluation's protocol: its ends are the evaluations (ends_from_evaluation).
+    config["training"].update(max_completion_length=8, val_max_new_tokens=8, val_questions=2, val_k=1)
     config["evaluation"].update(k=1, max_new_tokens=8, max_questions=2)
     config["report"] = {"tables": {"table1": ["tiny"]}, "labels": {"tiny": "Tiny"}}
     fmv = config["fmv"]

@@ -43,6 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--labels", type=json_arg, default={}, help="display names for model/benchmark keys")
     p.add_argument("--base-evals", nargs="*", default=[],
                    help="the base model's evaluations eval/{model}/{benchmark}/base/seed{seed}.json (the step-0 star)")
+    p.add_argument("--arm-evals", nargs="*", default=[],
+                   help="the trained arms' evaluations eval/{model}/{benchmark}/{arm}/seed{seed}.json: with --base-evals, "
+                        "the curves' first and last points (training.ends_from_evaluation)")
     p.set_defaults(func=cmd_figure3)
 
 
@@ -69,5 +72,5 @@ def cmd_figure3(args) -> int:
     from concord.papers.core.curves import figure3
 
     figure3(args.logs, figure=args.figure, table=args.table, plateau_window=args.plateau_window,
-                      labels=args.labels, base_evals=args.base_evals)
+            labels=args.labels, base_evals=args.base_evals, arm_evals=args.arm_evals)
     return 0

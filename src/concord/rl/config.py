@@ -129,6 +129,9 @@ class TrainingRun:
         cfg, reward_arm = arm_training(self.arm, cfg)
         if cfg["early_stopping_patience"] is not None and int(cfg["eval_every"]) <= 0:
             raise ValueError("training.early_stopping_patience needs validation: set training.eval_every > 0")
+        if cfg["early_stopping_patience"] is not None and cfg["ends_from_evaluation"]:
+            raise ValueError("training.early_stopping_patience needs every validation point in training, and "
+                             "training.ends_from_evaluation leaves the first and last to the evaluations: set one of them off")
         policy = resolve_section("answers", self.answers)["policy"]
         return ResolvedTraining(MappingProxyType(cfg), MappingProxyType(ev), reward_arm, policy)
 

@@ -230,7 +230,8 @@ def _build_trainer(run: TrainingRun, settings, questions, held_out, dataset, tok
     monitor = TrainingMonitor(trainer_ref, reward, run_log, questions_by_id, validation_subset(held_out, cfg["val_questions"]),
                               val_cfg, cfg["eval_every"], bool(cfg["eval_at_start"]), max_steps, task=run.task,
                               updates_per_step=layout.updates_per_generation, stopper=stopper,
-                              answer_policy=settings.answer_policy)
+                              answer_policy=settings.answer_policy,
+                              validate_ends=not cfg["ends_from_evaluation"])
     trainer = ConsensusGRPOTrainer(
         model=str(run.model_dir), args=args, train_dataset=dataset, processing_class=tokenizer,
         consensus_reward=reward, n_train=layout.n_train, callbacks=[monitor],

@@ -226,7 +226,8 @@ class TrainingMonitor(_callback_base()):
 
     def __init__(self, trainer_ref, reward, run_log: RunLog, questions_by_id, val_questions, val_cfg: dict,
                  eval_every: int, eval_at_start: bool, max_steps: int, *, task: str = "math",
-                 updates_per_step: int = 1, stopper: EarlyStopping | None = None, answer_policy: str | None = None):
+                 updates_per_step: int = 1, stopper: EarlyStopping | None = None, answer_policy: str | None = None,
+                 validate_ends: bool = True):
         self.trainer_ref = trainer_ref  # a one-element list, filled once the trainer exists
         self.reward = reward
         self.run_log = run_log
@@ -234,7 +235,10 @@ class TrainingMonitor(_callback_base()):
         self.val_questions = val_questions
         self.val_cfg = val_cfg
         self.eval_every = int(eval_every)
-        self.eval_at_start = eval_at_start
+        # False: steps 0 and max_steps are the evaluations of Base and of the trained arm
+        # (training.ends_from_evaluation), so the run does not sample them a second time.
+        self.eval_at_start = eval_at_start and validate_ends
+        self.validate_last = validate_ends
         self.max_steps = max_steps
         self.task = task
         self.answer_policy = answer_policy
@@ -268,6 +272,13 @@ class TrainingMonitor(_callback_base()):
                  self.trainer.accelerator.process_index, step, out["val_pass_at_1"], out["val_questions"],
                  time.time() - t)
         return out
+
+    def _validates_at(self, step: int) -> bool:
+        if self.eval_every <= 0:
+            return False
+        if step >= self.max_steps:
+            return self.validate_last
+        return step % self.eval_every == 0
 
     def _record_validation(self, step: int, row: dict, control) -> None:
         if "val_pass_at_1" not in row:
@@ -312,7 +323,7 @@ class TrainingMonitor(_callback_base()):
             if diagnostics is not None:
                 row.update(diagnostics(groups, self.questions_by_id))
             self.run_log.append("groups", [{"step": step, **g.to_dict()} for g in groups])
-        if self.eval_every > 0 and (step % self.eval_every == 0 or step == self.max_steps):
+        if self._validates_at(step):
             row.update(self._validate(step))
             self._record_validation(step, row, control)
         self.row = row

@@ -3,6 +3,8 @@
 Input: the per-step training logs ``train/{model}/{benchmark}/{arm}/seed{seed}/log.jsonl``
 (rows with ``val_pass_at_1``, written every ``training.eval_every`` steps, step 0 = untrained).
 For each (model, benchmark) the curves are averaged over seeds at the steps every seed logged.
+Under ``training.ends_from_evaluation`` the first and last points come from the evaluations of
+Base and of the trained arm (:func:`with_evaluation_ends`), which training then does not repeat.
 
 Each panel says what its points are: the curves' protocol (mean@``val_k`` on ``val_questions``
 questions in the training dtype, from the logs and the runs' provenance) and, where the base
@@ -59,25 +61,80 @@ def parse_cells(cells: Sequence[str], models: Sequence[str], benchmarks: Sequenc
     return out or [(m, b) for m in models for b in benchmarks]
 
 
-def load_curves(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per validation point: model, benchmark, arm, seed, step, val_pass_at_1."""
+CURVE_COLUMNS = ["model", "benchmark", "arm", "seed", "step", "val_pass_at_1", "val_k", "val_questions", "dtype"]
+
+
+def _log_file(path: str | Path) -> Path:
+    path = Path(path)
+    return path / "log.jsonl" if path.is_dir() else path  # a training output directory: its log
+
+
+def load_curves(paths: Iterable[str | Path], *, allow_empty: bool = False) -> pd.DataFrame:
+    """One row per validation point: model, benchmark, arm, seed, step, val_pass_at_1.
+    ``allow_empty``: a log without validation points is no error (its ends come from evaluations)."""
     from concord.io import read_jsonl
 
     rows = []
     for path in paths:
-        path = Path(path)
-        if path.is_dir():  # a training output directory: its log
-            path = path / "log.jsonl"
+        path = _log_file(path)
         info = parse_log_path(path)
         points = [r for r in read_jsonl(path) if r.get("val_pass_at_1") is not None]
-        if not points:
+        if not points and not allow_empty:
             raise ValueError(f"{path}: no validation points (is training.eval_every 0?)")
         dtype = _training_dtype(path.parent / "provenance.json")
         for r in points:
             rows.append({**info, "step": int(r["step"]), "val_pass_at_1": float(r["val_pass_at_1"]),
                          "val_k": r.get("val_k"), "val_questions": r.get("val_questions"), "dtype": dtype})
-    return pd.DataFrame(rows, columns=["model", "benchmark", "arm", "seed", "step", "val_pass_at_1", "val_k",
-                                       "val_questions", "dtype"])
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
+
+
+def _evaluation_point(path: str | Path, step: int, arm: str) -> dict:
+    """A curve point from an evaluation JSON: its pass@1 under the evaluation's protocol."""
+    from concord.io import read_json
+    from concord.papers.core.tables import parse_eval_path
+
+    info = parse_eval_path(path)
+    payload = read_json(path)
+    numeric = (payload.get("provenance") or {}).get("numeric") or {}
+    return {"model": info["model"], "benchmark": info["benchmark"], "arm": arm, "seed": int(info["seed"]),
+            "step": int(step), "val_pass_at_1": float(payload["pass_at_1"]), "val_k": payload.get("k"),
+            "val_questions": payload.get("n_questions"), "dtype": numeric.get("dtype")}
+
+
+def with_evaluation_ends(points: pd.DataFrame, log_paths: Iterable[str | Path], base_evals: Sequence[str | Path],
+                         arm_evals: Sequence[str | Path]) -> pd.DataFrame:
+    """The curves with their first and last points from the evaluations (training.ends_from_evaluation):
+    step 0 of every run is Base's evaluation for its seed, the run's last logged step is its own
+    arm's evaluation. Under the evaluation's protocol these are the validations training would have
+    computed, sample for sample (tests/test_rl_train.py checks the identity), so they were not
+    computed twice. A step the log already validated keeps the log's point."""
+    from concord.io import read_jsonl
+    from concord.papers.core.tables import parse_eval_path
+
+    def key(path):
+        info = parse_eval_path(path)
+        return info["model"], info["benchmark"], info["arm"], int(info["seed"])
+
+    evals = {key(p): p for p in [*base_evals, *arm_evals]}
+    rows = []
+    for path in log_paths:
+        path = _log_file(path)
+        info = parse_log_path(path)
+        steps = [int(r["step"]) for r in read_jsonl(path) if "step" in r]
+        if not steps:
+            raise ValueError(f"{path}: no training step logged")
+        run = points[(points["model"] == info["model"]) & (points["benchmark"] == info["benchmark"])
+                     & (points["arm"] == info["arm"]) & (points["seed"] == info["seed"])]
+        for step, arm in ((0, "base"), (max(steps), info["arm"])):
+            if step in set(run["step"]):
+                continue
+            source = evals.get((info["model"], info["benchmark"], arm, info["seed"]))
+            if source is None:
+                raise ValueError(f"{path}: step {step} is neither validated in the log nor given as the evaluation "
+                                 f"eval/{info['model']}/{info['benchmark']}/{arm}/seed{info['seed']}.json")
+            rows.append(_evaluation_point(source, step, info["arm"]))
+    merged = pd.concat([points, pd.DataFrame(rows, columns=CURVE_COLUMNS)], ignore_index=True) if rows else points
+    return merged.sort_values(["model", "benchmark", "arm", "seed", "step"], kind="stable").reset_index(drop=True)
 
 
 def _training_dtype(provenance_path: Path) -> str | None:
@@ -245,9 +302,11 @@ def validation_protocols(points: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 
 def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str | Path, plateau_window: int = 1,
-            labels: Mapping[str, str] | None = None, base_evals: Sequence[str | Path] = ()) -> list[Path]:
+            labels: Mapping[str, str] | None = None, base_evals: Sequence[str | Path] = (),
+            arm_evals: Sequence[str | Path] = ()) -> list[Path]:
     """Read the logs (and Base's evaluations), write Figure 3 (PNG + PDF) and the steps-saved
-    table (CSV, Markdown, LaTeX)."""
+    table (CSV, Markdown, LaTeX). With ``arm_evals`` (training.ends_from_evaluation) the curves'
+    first and last points are Base's and the trained arms' evaluations."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -256,8 +315,13 @@ def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str |
 
     from concord.plotting import style
 
-    points = load_curves(log_paths)
-    points = points[points["arm"].isin(CURVE_ARMS)]
+    arm_evals = [p for p in arm_evals if str(p)]
+    if arm_evals and not base_evals:
+        raise ValueError("Figure 3: --arm-evals give the curves' last points; their first points need --base-evals")
+    log_paths = [p for p in log_paths if parse_log_path(_log_file(p))["arm"] in CURVE_ARMS]
+    points = load_curves(log_paths, allow_empty=bool(arm_evals))
+    if arm_evals:
+        points = with_evaluation_ends(points, log_paths, base_evals, arm_evals)
     curves = mean_curves(points)
     summary = steps_saved_table(curves, plateau_window)
     protocols = validation_protocols(points)
@@ -267,7 +331,9 @@ def figure3(log_paths: Sequence[str | Path], *, figure: str | Path, table: str |
         written = save_figure(fig, figure)
     caption = (f"Figure 3: steps for CoRE to reach Majority's plateau (mean of its last {plateau_window} "
                f"validation point(s), mean over seeds); saved = 1 - CoRE steps / Majority steps. "
-               "Validation points (step 0 = the untrained policy): "
+               "Validation points (step 0 = the untrained policy"
+               + ("; the first and last points are the evaluations of Base and of the trained arm, the same samples "
+                  "validation would draw" if arm_evals else "") + "): "
                + "; ".join(f"{labels.get(m, m) if labels else m}/{labels.get(b, b) if labels else b} {p}"
                            for (m, b), p in protocols.items())
                + (". Base under the evaluation protocol (the star at step 0, Tables 1-3): "

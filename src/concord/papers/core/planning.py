@@ -34,6 +34,13 @@ class CorePlan:
         self.seeds = [int(s) for s in config.get("seeds") or [0]]
         self.enabled = bool(self.models and self.benchmarks and self.arms)
         self.training: Mapping[str, Any] = config.get("training", {})
+        if self.enabled and self.ends_from_evaluation:
+            check_ends_from_evaluation(self.training, config.get("evaluation", {}), config.get("engine", {}))
+
+    @property
+    def ends_from_evaluation(self) -> bool:
+        """Figure 3's first and last points are Base's and the trained arm's evaluations."""
+        return bool(self.training.get("ends_from_evaluation", False))
 
     def train_dir(self, model: str, benchmark: str, arm: str, seed) -> str:
         """One training run's directory: its model, log, groups, validation curve, provenance."""
@@ -55,6 +62,13 @@ class CorePlan:
 
     def figure3_base_inputs(self) -> list[str]:
         return [f"{self.results}/eval/{m}/{b}/base/seed{s}.json" for m, b in self.figure3_cells() for s in self.seeds]
+
+    def figure3_arm_eval_inputs(self) -> list[str]:
+        """The trained arms' evaluations: Figure 3's last points under training.ends_from_evaluation."""
+        if not self.ends_from_evaluation:
+            return []
+        return [f"{self.results}/eval/{m}/{b}/{a}/seed{s}.json" for m, b in self.figure3_cells() for a in CURVE_ARMS
+                for s in self.seeds]
 
     def train_targets(self) -> list[str]:
         return [f"{self.train_dir(m, b, a, s)}/log.jsonl" for m in self.models for b in self.benchmarks
@@ -88,3 +102,28 @@ class CorePlan:
             return []
         return (self.figure2_targets() + self.appendix_h_targets() + self.eval_targets() + self.figure3_targets()
                 + self.report_targets())
+
+
+def check_ends_from_evaluation(training: Mapping[str, Any], evaluation: Mapping[str, Any],
+                               engine: Mapping[str, Any]) -> None:
+    """An error naming the setting when training.ends_from_evaluation is on but validation and
+    evaluation would not draw the same samples of the same policy: then the evaluations cannot
+    stand in for the first and last validation points."""
+    from concord.rl.settings import resolve_training
+
+    cfg, ev = resolve_training(dict(training), dict(evaluation))
+    same = {
+        "training.val_k = evaluation.k": cfg["val_k"] == ev["k"],
+        "training.val_questions = evaluation.max_questions": cfg["val_questions"] == ev["max_questions"],
+        "training.val_max_new_tokens = evaluation.max_new_tokens": cfg["val_max_new_tokens"] == ev["max_new_tokens"],
+        "training.val_batch_size = engine.batch_size": cfg["val_batch_size"] == engine.get("batch_size"),
+        "training.dtype = engine.dtype": cfg["dtype"] == engine.get("dtype", "auto"),
+        "engine.backend = hf (validation samples with the HF decode loop)": engine.get("backend", "hf") == "hf",
+        "training.use_vllm false, or auto with training.gpus 0 (HF generation in training)":
+            (cfg["use_vllm"] is False or (cfg["use_vllm"] == "auto" and int(cfg["gpus"]) == 0)) and not cfg["vllm_on_cpu"],
+        "training.validation_fraction = null (validation on the evaluated questions)": cfg["validation_fraction"] is None,
+    }
+    broken = [name for name, holds in same.items() if not holds]
+    if broken:
+        raise ValueError("training.ends_from_evaluation: Base's and the arms' evaluations stand in for the first and "
+                         "last validation points only under the same protocol; these differ: " + "; ".join(broken))
