@@ -416,14 +416,8 @@ def _pooled_questions(by_measure: Mapping[str, Reproduced], model: str, prefix: 
     total = 0
     for key in keys.values():
         n = by_measure[f"{prefix}:{model}:{key}"].setting.get("n_questions")
-        if n is None or _number_or_none(n) is None:
+        if n is None or _finite(n) is None:
             return "unknown"
         total += int(float(n))
     return str(total)
 
-
-def _number_or_none(text: str) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
