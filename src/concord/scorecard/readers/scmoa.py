@@ -420,4 +420,3 @@ def _pooled_questions(by_measure: Mapping[str, Reproduced], model: str, prefix: 
             return "unknown"
         total += int(float(n))
     return str(total)
-
