@@ -76,3 +76,34 @@ def test_the_default_path_is_the_avx2_kernels_byte_for_byte(setup):
     # The native kernels change only low-order bits here: the same texts, confidences within 1e-3.
     assert list(a["text"]) == list(b["text"])
     assert (a["confidence"] - b["confidence"]).abs().max() < 1e-3
+
+
+_ASK = ("import json, sys; from concord import hardware; "
+        "print(json.dumps([hardware.torch_cpu_capability(), 'torch' in sys.modules, hardware.accelerators()]))")
+
+
+def _ask(env):
+    out = subprocess.run([sys.executable, "-c", _ASK], env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_the_recorded_cpu_capability_is_torchs_own_and_read_back_without_importing_torch(tmp_path):
+    """The audit's per-job registration asks for torch's CPU capability; a per-user cache keyed by
+    the torch build, processor, host and ATEN_CPU_CAPABILITY answers without importing torch, and
+    another ATEN_CPU_CAPABILITY is another key (torch's own answer for it)."""
+    import torch
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "ATEN_CPU_CAPABILITY": "avx2"}
+    first = _ask(env)
+    assert first[0] == "AVX2" and first[1]  # computed by torch, then remembered
+    cache = tmp_path / "concord" / "torch-cpu-capability.json"
+    assert list(json.loads(cache.read_text()).values()) == ["AVX2"]
+    again = _ask(env)
+    assert again[0] == "AVX2" and not again[1]  # read back: torch was never imported
+    if not torch.cuda.is_available():
+        assert again[2] == {"gpus": [], "gpu_count": 0, "cuda": None, "driver": None}
+    other = _ask({**env, "ATEN_CPU_CAPABILITY": "default"})
+    assert other[0] == "DEFAULT" and other[1]  # a new key: asked of torch, not taken from the cache
+    assert sorted(json.loads(cache.read_text()).values()) == ["AVX2", "DEFAULT"]
+    cache.write_text("{not json")
+    assert _ask(env)[:2] == ["AVX2", True]  # a damaged cache is only a miss
