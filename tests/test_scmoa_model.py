@@ -85,6 +85,10 @@ def test_scmoa_run_and_report_commands(tiny_dir, tmp_path):
     assert cli_main(argv) == 0
     payload = json.loads(out.read_text())
     assert payload["provenance"]["step"] == "scmoa-run" and len(payload["questions"]) == 3
+    # The three questions' calls went to the engine together, phase by phase (concord.chat.lockstep).
+    cache = payload["provenance"]["cache"]
+    assert cache["engine_rows"] == cache["misses"] and 2 * cache["engine_batches"] < cache["misses"]
+    assert payload["provenance"]["dtype"]["tiny"] in {"float32", "bfloat16"}
     q = payload["questions"][2]
     assert q["task"] == "code" and set(q["methods"]) >= {"scmoa", "cot", "sc", "moa", "self_moa", "gated_0.6", "gated_1"}
     assert set(q["k_sweep"]) == {"1", "2"} and len(q["agents_correct"]) == 3 and len(q["sc_correct"]) == 3

@@ -28,7 +28,8 @@ samples are obtained without temperature.
 included), which is how per-method call counts and token totals are accounted (Table 28).
 
 One concern per module: ``base`` (the interface), ``cache`` (:class:`CachedChat`), ``accounting``
-(:class:`CallLog`), ``backends`` (the back-ends); this package hands on their public names.
+(:class:`CallLog`), ``backends`` (the back-ends), ``lockstep`` (:class:`LockstepChat`: the calls of many
+independent tasks batched round by round, deterministically); this package hands on their public names.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ from concord.chat.base import (
     validate_messages,
 )
 from concord.chat.cache import CachedChat, cache_key
+from concord.chat.lockstep import LockstepChat
 
 __all__ = [
-    "CachedChat", "CallLog", "Chat", "ChatError", "Completion", "EngineChat", "FunctionChat", "Messages",
+    "CachedChat", "CallLog", "Chat", "ChatError", "Completion", "EngineChat", "FunctionChat", "LockstepChat", "Messages",
     "OpenAIChat", "REASONING_FIELDS", "SAMPLING_DEFAULTS", "as_completion", "cache_key", "chat_model_name",
     "complete_batch", "complete_each", "completion_from_response", "resolve_sampling", "summarize_usage",
     "validate_messages",

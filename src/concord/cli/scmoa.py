@@ -15,6 +15,7 @@ import argparse
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def _endpoint_chat(key: str, spec: dict, cache_root: Path, sampling: dict):
 
 def _chats(args: argparse.Namespace, settings: dict) -> dict:
     """The chat of every model key the run needs: the proposer ``args.model`` and the roles."""
-    from concord.chat import CachedChat, EngineChat
+    from concord.chat import CachedChat, EngineChat, LockstepChat
 
     endpoints = json.loads(args.endpoints) if args.endpoints else {}
     if args.base_url:  # one endpoint given on the command line
@@ -107,7 +108,8 @@ def _chats(args: argparse.Namespace, settings: dict) -> dict:
 
             engine = load_engine(args.engine, args.model_path, batch_size=args.batch_size, threads=args.threads,
                                  dtype=args.dtype, progress=False)
-            chats[key] = CachedChat(EngineChat(engine), args.cache_dir / key, model_name=key,
+            # Every question's calls of a phase in one engine batch (concord.chat.lockstep).
+            chats[key] = CachedChat(LockstepChat(EngineChat(engine)), args.cache_dir / key, model_name=key,
                                     defaults=settings["sampling"])
         else:
             raise SystemExit(f"no back-end for model {key!r}: give --model-path (in-process engine) or an "
@@ -115,8 +117,16 @@ def _chats(args: argparse.Namespace, settings: dict) -> dict:
     return chats
 
 
+def _engine_of(chat: Any) -> Any:
+    """The in-process engine below a chat's wrappers (cache, lockstep), or None for an endpoint."""
+    while chat is not None and not hasattr(chat, "engine"):
+        chat = getattr(chat, "inner", None)
+    return getattr(chat, "engine", None)
+
+
 def _run(args: argparse.Namespace) -> int:
     from concord import io, provenance
+    from concord.chat import LockstepChat
     from concord.papers.scmoa.experiment import run_benchmark
     from concord.papers.scmoa.loaders import load_questions
 
@@ -131,8 +141,11 @@ def _run(args: argparse.Namespace) -> int:
     # GoA's pool: one agent per entry (a model may appear twice: two agents), with its model card.
     goa_agents = [(f"agent{i + 1}-{key}", chats[key], (endpoints.get(key) or {}).get("card", key))
                   for i, key in enumerate(settings["goa_pool"])] or None
+    # An in-process engine batches every question's calls of a phase together (deterministically).
+    lockstep = getattr(chat, "inner", None)
+    map_questions = lockstep.map if isinstance(lockstep, LockstepChat) else None
     records = run_benchmark(
-        questions, chat, n=settings["n"], k=settings["k"], k_sweep=settings["k_sweep"], methods=settings["methods"],
+        questions, chat, map_questions=map_questions, n=settings["n"], k=settings["k"], k_sweep=settings["k_sweep"], methods=settings["methods"],
         n_sweep=settings["n_sweep"], sc_temperatures=[float(t) for t in settings["sc_temperatures"]],
         persona_moa_n=settings["persona_moa_n"], textgrad_iterations=settings["textgrad_iterations"],
         moa_pool=[chats[key] for key in settings["moa_pool"]] or None, goa_agents=goa_agents, goa_n=settings["goa_n"],
@@ -147,11 +160,12 @@ def _run(args: argparse.Namespace) -> int:
         section3=bool(settings["section3"]), views=settings["views"], trace_chars=settings["trace_chars"],
     )
     stats = {key: c.stats() for key, c in chats.items()}
+    if map_questions is not None:  # how the engine's calls were batched across questions
+        stats[args.model]["engine_batches"], stats[args.model]["engine_rows"] = lockstep.rounds, lockstep.rows
     prov = provenance.record(step="scmoa-run", config=settings, seed=settings["seed"], inputs=[args.questions],
                              model=args.model, roles=roles, cache=stats[args.model], calls=stats,
                              # the in-process engines' resolved dtype (engine.dtype auto: concord.hardware)
-                             dtype={key: getattr(getattr(getattr(c, "inner", None), "engine", None), "dtype", None)
-                                    for key, c in chats.items()})
+                             dtype={key: getattr(_engine_of(c), "dtype", None) for key, c in chats.items()})
     failed = [r for r in records if "error" in r]
     payload = {"provenance": prov, "questions": records}
     if failed and settings["on_error"] != "record":

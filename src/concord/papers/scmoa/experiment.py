@@ -304,19 +304,29 @@ def _total_usage(by_phase: dict[str, dict]) -> dict:
     return total
 
 
-def run_benchmark(questions: Sequence[dict], chat: Chat, **options: Any) -> list[dict]:
-    """:func:`run_question` over every question, in order; a question whose model calls fail for
-    good becomes ``{"id", "task", "error"}`` and the run goes on (its successful calls are cached)."""
-    records = []
-    for i, q in enumerate(questions, 1):
+def run_benchmark(questions: Sequence[dict], chat: Chat, *,
+                  map_questions: Callable[[Callable[[dict], dict], Sequence[dict]], list[dict]] | None = None,
+                  **options: Any) -> list[dict]:
+    """:func:`run_question` over every question; a question whose model calls fail for good becomes
+    ``{"id", "task", "error"}`` and the run goes on (its successful calls are cached).
+
+    ``map_questions`` runs the questions (default: one after another); with
+    :meth:`concord.chat.LockstepChat.map` of the chat below ``chat``'s cache, the same phase of
+    every question goes to the engine as one batch. Records come back in question order.
+    """
+    def one(q: dict) -> dict:
         try:
-            records.append(run_question(q, chat, **options))
+            return run_question(q, chat, **options)
         except ChatError as exc:
-            log.error("scmoa %d/%d %s: %s", i, len(questions), q["id"], exc)
-            records.append({"id": q["id"], "task": q.get("task", "qa"), "error": str(exc)})
-            continue
-        log.info("scmoa %d/%d %s: scmoa=%s vote=%s", i, len(questions), q["id"],
-                 records[-1]["methods"]["scmoa"]["correct"], records[-1]["methods"]["vote_pre"]["correct"])
+            return {"id": q["id"], "task": q.get("task", "qa"), "error": str(exc)}
+
+    records = (map_questions or (lambda fn, qs: [fn(q) for q in qs]))(one, list(questions))
+    for i, (q, record) in enumerate(zip(questions, records), 1):
+        if "error" in record:
+            log.error("scmoa %d/%d %s: %s", i, len(questions), q["id"], record["error"])
+        else:
+            log.info("scmoa %d/%d %s: scmoa=%s vote=%s", i, len(questions), q["id"],
+                     record["methods"]["scmoa"]["correct"], record["methods"]["vote_pre"]["correct"])
     return records
 
 
