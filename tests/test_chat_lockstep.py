@@ -134,6 +134,16 @@ def test_scmoa_records_are_the_same_with_questions_in_lockstep(tmp_path):
     together = run_benchmark(questions, CachedChat(lockstep, tmp_path / "b", model_name="m"),
                              map_questions=lockstep.map, **options)
     assert json.dumps(together, sort_keys=True) == json.dumps(sequential, sort_keys=True)
-    # The same conversations, in about a quarter of the engine calls (4 questions in step).
+    # The same conversations in far fewer engine calls (4 questions in step; long and short prompts apart).
     assert lockstep.inner.batches == lockstep.rounds and lockstep.rows == len(alone.inner.calls)
-    assert 3 * lockstep.rounds < alone.batches
+    assert 2 * lockstep.rounds < alone.batches
+
+
+def test_long_and_short_prompts_go_to_separate_batches():
+    engine = _BatchRecorder()
+    chat = LockstepChat(engine)
+    prompts = ["a" * 100, "b" * 900, "c" * 120, "d" * 1000]
+    assert [r.text for r in chat.map(lambda p: chat.complete([{"role": "user", "content": p}]), prompts)] == [
+        f"re:{p}" for p in prompts]
+    # Padding a 100-character prompt to 1,000 would prefill 10x its tokens: two batches instead.
+    assert [words for words, _ in engine.batches] == [[prompts[0], prompts[2]], [prompts[1], prompts[3]]]

@@ -1,10 +1,11 @@
-"""Batch the calls of many independent tasks (SC-MoA's questions) into one engine call per round.
+"""Batch the calls of many independent tasks (SC-MoA's questions) together, round by round.
 
 SC-MoA issues each phase of a question as one batch of 1-6 conversations, so an in-process engine
 decodes a handful of rows at a time while the same phase of every other question waits its turn.
 :meth:`LockstepChat.map` runs every task in a thread of its own and gathers their calls round by
-round: when every unfinished task is waiting on a call, the waiting calls (in task order, grouped
-by identical sampling parameters) go to the engine as one batch, and each task gets its replies.
+round: when every unfinished task is waiting on a call, the waiting calls go to the engine as one
+batch per sampling setting and length class (prompts within a factor of two), in task order, and
+each task gets its replies.
 
 Written here because no library does what this needs: vLLM's and TGI's continuous batching, or a
 thread pool against a server, batch whatever arrives together in time, so which rows share a
@@ -124,25 +125,36 @@ class LockstepChat:
         return results
 
     def _dispatch(self, calls: list[_Call]) -> None:
-        """One engine call per distinct sampling setting, conversations in task order."""
-        groups: dict[str, list[_Call]] = {}
+        """One engine call per sampling setting and length class, conversations in task order."""
+        groups: dict[tuple[str, int], list[tuple[_Call, int]]] = {}
         for call in calls:
-            groups.setdefault(json.dumps(call.sampling, sort_keys=True, default=str), []).append(call)
+            setting = json.dumps(call.sampling, sort_keys=True, default=str)
+            for j, messages in enumerate(call.conversations):
+                groups.setdefault((setting, _length_class(messages)), []).append((call, j))
+        replies: dict[int, list[Completion | None]] = {id(c): [None] * len(c.conversations) for c in calls}
         for group in groups.values():
-            conversations = [m for call in group for m in call.conversations]
+            conversations = [call.conversations[j] for call, j in group]
             try:
-                replies = [as_completion(c, self.model_name)
-                           for c in complete_batch(self.inner, conversations, **group[0].sampling)]
-                if len(replies) != len(conversations):
-                    raise ChatError(f"{self.model_name} returned {len(replies)} replies for {len(conversations)} "
+                batch = [as_completion(c, self.model_name)
+                         for c in complete_batch(self.inner, conversations, **group[0][0].sampling)]
+                if len(batch) != len(conversations):
+                    raise ChatError(f"{self.model_name} returned {len(batch)} replies for {len(conversations)} "
                                     "conversations")
             except Exception as exc:  # noqa: BLE001 -- each task that called gets the error
-                for call in group:
+                for call, _ in group:
                     call.error = exc
                 continue
             self.rounds += 1
             self.rows += len(conversations)
-            start = 0
-            for call in group:
-                call.replies = replies[start : start + len(call.conversations)]
-                start += len(call.conversations)
+            for (call, j), reply in zip(group, batch):
+                replies[id(call)][j] = reply
+        for call in calls:
+            if call.error is None:
+                call.replies = replies[id(call)]  # type: ignore[assignment]
+
+
+def _length_class(messages: Messages) -> int:
+    """Conversations within a factor of two in length share a batch: a padded batch prefills every
+    row to its longest prompt, and prefill is most of a short-answer call's cost (SC-MoA's
+    aggregation prompts are 5x its proposal prompts)."""
+    return max(1, sum(len(str(m.get("content") or "")) for m in messages)).bit_length()
