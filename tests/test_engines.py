@@ -180,3 +180,36 @@ def test_two_level_inverse_cdf_draws_as_the_full_cumulative_sum():
     got = hf._inverse_cdf(probs, u)
     assert torch.equal(got, expected)
     assert bool((probs.gather(-1, got[:, None]) > 0).all())
+
+
+def test_the_packaged_gguf_is_parsed_once_per_conversion_and_reads_the_same():
+    """convert_gguf memoises gguf-py's parser and tensor-name map (transformers re-parses the
+    whole file for the tokenizer, the config and the model): one parse, the same config and
+    vocabulary as without the memo, and gguf-py as it was afterwards."""
+    import gguf
+    from transformers import AutoConfig, AutoTokenizer
+
+    from concord.models import _gguf_parsed_once, smollm2_gguf_path
+
+    path = smollm2_gguf_path()
+    folder, name = str(path.parent), path.name
+    parses = []
+    real = gguf.GGUFReader
+
+    def counted(*args, **kwargs):
+        parses.append(args)
+        return real(*args, **kwargs)
+
+    gguf.GGUFReader = counted
+    try:
+        plain = (AutoConfig.from_pretrained(folder, gguf_file=name).to_dict(),
+                 AutoTokenizer.from_pretrained(folder, gguf_file=name).get_vocab())
+        assert len(parses) == 2
+        parses.clear()
+        with _gguf_parsed_once():
+            memoised = (AutoConfig.from_pretrained(folder, gguf_file=name).to_dict(),
+                        AutoTokenizer.from_pretrained(folder, gguf_file=name).get_vocab())
+        assert len(parses) == 1 and gguf.GGUFReader is counted
+    finally:
+        gguf.GGUFReader = real
+    assert memoised == plain
