@@ -43,12 +43,20 @@ def _task(chat, name: str, rounds: int, *, temperature: float = 0.0):
     return reply
 
 
-def test_tasks_get_the_replies_they_would_get_alone_and_their_calls_share_batches():
+def test_tasks_get_the_replies_they_would_get_alone_and_their_calls_share_batches(caplog):
     alone = _BatchRecorder()
     expected = [_task(LockstepChat(alone), name, rounds) for name, rounds in (("a", 3), ("b", 1), ("c", 2))]
     engine = _BatchRecorder()
     chat = LockstepChat(engine)
-    assert chat.map(lambda item: _task(chat, *item), [("a", 3), ("b", 1), ("c", 2)]) == expected
+    with caplog.at_level("INFO", logger="concord.chat.lockstep"):
+        assert chat.map(lambda item: _task(chat, *item), [("a", 3), ("b", 1), ("c", 2)]) == expected
+    # Each round logs its progress: the tasks still running, their conversations, the engine calls.
+    rounds = [r.getMessage() for r in caplog.records if r.name == "concord.chat.lockstep"]
+    assert [m.split(" s since")[0].rsplit(";", 1)[0] for m in rounds] == [
+        "round 1: 3 of 3 tasks waited on 3 conversations, sent in 1 engine batch(es)",
+        "round 2: 2 of 3 tasks waited on 4 conversations, sent in 1 engine batch(es)",
+        "round 3: 1 of 3 tasks waited on 1 conversations, sent in 1 engine batch(es)",
+    ]
     # Round 1: every task's first call in one batch, in task order; then the tasks still running.
     assert [len(words) for words, _ in engine.batches] == [3, 4, 1]
     assert engine.batches[0][0] == ["a|0.0", "b|0.0", "c|0.0"]

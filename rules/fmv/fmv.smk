@@ -140,8 +140,8 @@ rule fmv_execute:
     params:
         exec=as_json(FMV_EXEC),
         thinking=_thinking_flag,
-    # Above a pair of evaluations or a candidate generation and an evaluation (see fmv_data):
-    # the execution of a policy's candidates comes as soon as the trainings are over.
+    # Above the candidate generations and the evaluations: a policy's candidates run as soon as
+    # they exist (with fmv.execution.workers above 1, once both cores are free: see fmv_data).
     priority: 25
     threads: FMV_WORKERS
     log:
@@ -171,6 +171,9 @@ rule fmv_gencluster:
     params:
         gencluster=_gencluster_spec,
         engine=as_json(ENGINE),
+    # Right after the base policy's executions, between the candidate generations (20) and the
+    # executions (25): at priority 0 it ran last, alone on one core, after every evaluation.
+    priority: 22
     threads: 2 if ON_GPU else 1  # one on a CPU: see fmv_generate
     log:
         f"{LOGS}/fmv/gencluster/{{cmodel}}/{{cbench}}/seed{{seed}}.log",

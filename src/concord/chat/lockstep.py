@@ -19,11 +19,15 @@ byte-identical across reruns on one machine, and no task code ever runs concurre
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from concord.chat.base import ChatError, Completion, Messages, as_completion, chat_model_name, complete_batch
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -109,6 +113,7 @@ class LockstepChat:
         for thread in threads:
             thread.start()
         waiting = list(tasks)
+        start, round_ = time.monotonic(), 0
         while waiting:
             for task in waiting:  # one task at a time, in item order, until it calls or finishes
                 task.stopped.clear()
@@ -116,7 +121,13 @@ class LockstepChat:
                 task.stopped.wait()
             waiting = [t for t in waiting if not t.done]
             if waiting:
-                self._dispatch([t.call for t in waiting])  # type: ignore[misc]
+                round_ += 1
+                calls = [t.call for t in waiting]
+                batches = self._dispatch(calls)  # type: ignore[arg-type]
+                # Progress, since a round is the only moment the job knows how far it is.
+                log.info("round %d: %d of %d tasks waited on %d conversations, sent in %d engine batch(es); "
+                         "%.1f s since the start", round_, len(waiting), len(tasks),
+                         sum(len(c.conversations) for c in calls), batches, time.monotonic() - start)
         for thread in threads:
             thread.join()
         for exc in errors:
@@ -124,8 +135,9 @@ class LockstepChat:
                 raise exc
         return results
 
-    def _dispatch(self, calls: list[_Call]) -> None:
-        """One engine call per sampling setting and length class, conversations in task order."""
+    def _dispatch(self, calls: list[_Call]) -> int:
+        """One engine call per sampling setting and length class, conversations in task order;
+        returns how many engine calls that made."""
         groups: dict[tuple[str, int], list[tuple[_Call, int]]] = {}
         for call in calls:
             setting = json.dumps(call.sampling, sort_keys=True, default=str)
@@ -151,6 +163,7 @@ class LockstepChat:
         for call in calls:
             if call.error is None:
                 call.replies = replies[id(call)]  # type: ignore[assignment]
+        return len(groups)
 
 
 def _length_class(messages: Messages) -> int:
