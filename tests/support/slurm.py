@@ -52,22 +52,27 @@ class JobRecords:
         self.env, self.records, self._stop = env, {}, threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
+    def _snapshot(self):
+        out = subprocess.run(["scontrol", "-o", "show", "job"], env=self.env, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if m := re.match(r"JobId=(\d+) ", line):
+                self.records[m[1]] = line
+
     def _poll(self):
-        while True:
-            out = subprocess.run(["scontrol", "-o", "show", "job"], env=self.env, capture_output=True, text=True).stdout
-            for line in out.splitlines():
-                if m := re.match(r"JobId=(\d+) ", line):
-                    self.records[m[1]] = line
-            if self._stop.wait(5):
-                return
+        while not self._stop.wait(5):
+            self._snapshot()
 
     def __enter__(self):
+        self._snapshot()
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        # The last word: a job that ended after the last poll (up to 5 s before the run's end) would
+        # keep the state it had then (RUNNING); the controller still holds it for MinJobAge.
+        self._snapshot()
 
 
 # Wall-clock fields are measurements of the run, not results (an evaluation records its `seconds`).
