@@ -8,6 +8,7 @@ outcomes when run alone, and what the hostile program itself gets.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -174,6 +175,59 @@ def test_memory_fills_outside_the_heap_kill_only_the_candidate():
             assert [(o.status, o.output) for o in row] == [("ok", "3"), ("ok", "7")]
         for name, row in by_name.items():
             assert all(o.status in ("error", "timeout") for o in row), (name, row)
+
+
+# Five processes of 60 MB each: 360 MB against 128 MB. Only a group limit stops it (per-process
+# rlimits let each one through). ``posix.fork``: the reliability guard took ``os.fork``.
+MEMORY_ACROSS_FORKS = (
+    "import posix\n"
+    "for _ in range(5):\n"
+    "    if posix.fork() == 0:\n"
+    "        break\n"
+    "b = bytearray(60 << 20)\n"
+    "for i in range(0, len(b), 4096):\n"
+    "    b[i] = 1\n"
+    "import time\n"
+    "time.sleep(0.5)\n"
+    "print('ok')\n"
+)
+STALE_GROUPS = (
+    "import os, json\n"
+    "from pathlib import Path\n"
+    "from concord.execution import cgroups, run_programs\n"
+    "parents = [b.parent for b in cgroups.base_groups()]\n"
+    "cgroups.cleanup()\n"
+    # what a killed process of this pid left with the old naming, and what a dead one left
+    "old = [p / f'concord-{os.getpid()}' / f'w{n}' for p in parents for n in range(8)]\n"
+    "dead = [p / 'concord-4194304999-1' / 'w0' for p in parents]\n"
+    "for d in old + dead:\n"
+    "    d.mkdir(parents=True, exist_ok=True)\n"
+    "try:\n"
+    f"    rows = run_programs([{MEMORY_ACROSS_FORKS!r}], [''], mode='stdin', timeout_s=5, memory_mb=128, workers=1)\n"
+    "    print(json.dumps({'status': rows[0][0].status, 'dead_left': [str(d) for d in dead if d.parent.exists()],\n"
+    "                      'bases': [b.name for b in cgroups.base_groups()], 'pid': os.getpid()}))\n"
+    "finally:\n"
+    "    for d in old:\n"
+    "        d.rmdir()\n"
+    "    for p in parents:\n"
+    "        (p / f'concord-{os.getpid()}').rmdir()\n"
+)
+
+
+def test_groups_a_dead_process_left_never_cost_a_candidate_its_limits():
+    # A killed run leaves empty groups behind; a later process with the same pid used to meet
+    # them, fail to make its own and run every candidate under per-process rlimits.
+    from concord.execution import cgroups
+
+    assert cgroups.cgroups_available(), "this test needs cgroups (v2 delegated, or v1 as root)"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run([sys.executable, "-c", STALE_GROUPS], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["status"] != "ok", result  # over the group's 128 MB
+    assert result["dead_left"] == []  # the dead process's empty groups were removed
+    assert all(name.startswith(f"concord-{result['pid']}-") for name in result["bases"]), result
+    assert "cgroups unavailable" not in proc.stderr
 
 
 CHANNELS = r'''

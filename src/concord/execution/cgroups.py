@@ -7,15 +7,22 @@ candidate group has an equal share and at most one CPU, however many processes o
 makes).
 
 cgroup v1 / hybrid hosts (``memory``, ``pids``, ``cpu``, ``cpuacct`` mounted as v1 hierarchies,
-as on this project's machines): :class:`V1WorkerCgroup` makes ``concord-<pid>/w<n>`` under this
-process's own group in each hierarchy, with ``memory.limit_in_bytes`` = ``memory.memsw.limit_in_bytes``
+as on this project's machines): :class:`V1WorkerCgroup` makes ``concord-<pid>-<start>/w<n>`` under this
+process's own group in each hierarchy (``<pid>-<start>``, below), with ``memory.limit_in_bytes`` = ``memory.memsw.limit_in_bytes``
 (no swap), ``pids.max``, ``cpu.cfs_quota_us`` of one CPU, and ``cpuacct.usage`` read for the
 candidate's CPU time. The sandbox's zygote joins the pids, cpu and cpuacct groups once (every
 child it forks starts inside). The memory group: the zygote joins it once where the
 out-of-memory killer can never pick it (``oom_score_adj`` -1000, as root), else each child joins
 it itself; the runner is never charged with, or killed for, a candidate's memory.
 
-Each worker gets a cgroup ``concord-<pid>/w<n>`` under this process's own cgroup, split into
+The base group is named ``concord-<pid>-<start>`` (``start``: this process's start time in clock
+ticks since boot, from ``/proc/self/stat``), so a later process that reuses the pid never meets a
+dead one's groups: with ``concord-<pid>`` alone, a stale ``w<n>`` left by a killed process made
+``mkdir`` fail and the candidates of the new one silently fall back to rlimits (a 128 MB
+candidate held 360 MB and was graded ok). Empty groups of processes that are gone (pid dead, or
+alive with another start time) are removed when a base is made.
+
+Each worker gets a cgroup ``concord-<pid>-<start>/w<n>`` under this process's own cgroup, split into
 ``runner`` (bubblewrap, the trusted runner and the zygote; unlimited) and ``candidate``, which
 each child joins before it drops privileges. The candidate group's limits bound the child *and everything
 it starts*: ``memory.max`` (``memory.oom.group`` kills the whole group), ``pids.max`` and
@@ -75,7 +82,7 @@ _state: dict[int, Path | CgroupUnavailable] = {}  # per pid: a forked process ne
 
 
 def _base() -> Path:
-    """``concord-<pid>`` under our own cgroup (created once per process), or CgroupUnavailable."""
+    """``concord-<pid>-<start>`` under our own cgroup (created once per process), or CgroupUnavailable."""
     pid = os.getpid()
     if pid not in _state:
         try:
@@ -102,13 +109,54 @@ def _make_base() -> Path:
             _write(own / "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
         except OSError as exc:  # EBUSY: our group holds processes; EACCES: not delegated
             raise CgroupUnavailable(f"cannot enable {CONTROLLERS} in {own}: {exc.strerror}") from None
-    base = own / f"concord-{os.getpid()}"
+    sweep_stale_groups(own)
+    base = own / base_name()
     try:
         base.mkdir(exist_ok=True)
         _write(base / "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
     except OSError as exc:
         raise CgroupUnavailable(f"cannot create {base}: {exc.strerror}") from None
     return base
+
+
+def _start_time(pid: int) -> str | None:
+    """Process ``pid``'s start time (clock ticks since boot), or None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]  # field 22, counted after the command name
+
+
+def base_name(pid: int | None = None) -> str:
+    """``concord-<pid>-<start>``: unique to one process for the machine's uptime."""
+    pid = os.getpid() if pid is None else pid
+    return f"concord-{pid}-{_start_time(pid)}"
+
+
+def _is_stale(name: str) -> bool:
+    """A ``concord-<pid>[-<start>]`` group whose process is gone (an old ``concord-<pid>``: the pid
+    is dead; a live process of that pid may be its owner)."""
+    parts = name.split("-")
+    if len(parts) not in (2, 3) or not parts[1].isdigit():
+        return False
+    start = _start_time(int(parts[1]))
+    return start is None or (len(parts) == 3 and parts[2] != start)
+
+
+def sweep_stale_groups(parent: Path) -> None:
+    """Remove the empty groups that dead processes left in ``parent`` (``concord-*/w<n>[/...]``).
+    A group that still holds a process cannot be removed and stays."""
+    try:
+        stale = [d for d in parent.glob("concord-*") if d.is_dir() and _is_stale(d.name)]
+    except OSError:
+        return
+    for base in stale:
+        for child in sorted(base.glob("w*"), reverse=True):
+            for sub in ("candidate", "runner"):
+                _rmdir_quietly(child / sub)
+            _rmdir_quietly(child)
+        _rmdir_quietly(base)
 
 
 class WorkerCgroup:
@@ -167,7 +215,7 @@ _v1_state: dict[int, dict[str, Path] | CgroupUnavailable] = {}
 
 
 def _v1_bases() -> dict[str, Path]:
-    """``concord-<pid>`` under our own group in each v1 hierarchy we need (once per process)."""
+    """``concord-<pid>-<start>`` under our own group in each v1 hierarchy we need (once per process)."""
     pid = os.getpid()
     if pid not in _v1_state:
         try:
@@ -199,7 +247,9 @@ def _make_v1_bases() -> dict[str, Path]:
         raise CgroupUnavailable(f"cgroup v1 controllers {missing} are not mounted")
     bases = {}
     for c in V1_CONTROLLERS:
-        base = Path(mounts[c]) / own[c].lstrip("/") / f"concord-{os.getpid()}"
+        parent = Path(mounts[c]) / own[c].lstrip("/")
+        sweep_stale_groups(parent)
+        base = parent / base_name()
         try:
             base.mkdir(exist_ok=True)
         except OSError as exc:
@@ -300,6 +350,15 @@ def _warn(why_v2: str, why_v1: str) -> None:
             "socket buffers is not counted; SysV shared memory is bounded by each child's IPC namespace, "
             "memfd is refused by seccomp), process count per candidate uid, CPU seconds per process; the "
             "timeout counts CPU time and wall time less run-queue waits", why_v2, why_v1)
+
+
+def base_groups() -> list[Path]:
+    """This process's base groups (``concord-<pid>-<start>``: one on cgroup v2, one per v1
+    hierarchy), made if needed; CgroupUnavailable where neither works."""
+    try:
+        return [_base()]
+    except (CgroupUnavailable, OSError):
+        return list(_v1_bases().values())
 
 
 def cgroups_available() -> bool:
