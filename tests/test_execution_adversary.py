@@ -289,7 +289,14 @@ ADDRESSES = (
     "        yield x\n"
     "    return (gen(), object(), [object() for _ in range(x)], f)\n"
 )
-PRINTS = "class A:\n    pass\nprint(object(), A(), (i for i in range(3)), print, A.__init__)"
+PRINTS = (
+    "import sys, weakref\n"
+    "class A:\n    pass\n"
+    "def outer():\n    x = 1\n    return (lambda: x).__closure__[0]\n"
+    "a = A()\n"
+    "print(object(), A(), (i for i in range(3)), print, A.__init__)\n"
+    "print(outer(), outer.__code__, sys._getframe(), weakref.ref(a))\n"  # cell, code, frame, weakref
+)
 
 
 def _fresh_process_outputs() -> list:
@@ -319,6 +326,8 @@ def test_outputs_with_addresses_are_identical_across_calls_and_workers():
         outputs.append([o.output for row in rows for o in row])
         runner._POOL.close_all()  # the next call starts fresh sandboxes
     assert len(set(outputs[0])) == 1 and "at 0x0>" in outputs[0][0]
+    assert all(f"<{kind} at 0x0{end}" in outputs[0][0] for kind, end in (("cell", ":"), ("frame", ","), ("weakref", ";")))
+    assert "0x7" not in outputs[0][0] and "code object outer at 0x0," in outputs[0][0]
     assert outputs[0] == outputs[1]
 
 

@@ -61,12 +61,15 @@ def canonical_value(text: str, deadline: float | None = None) -> str | None:
         return None
 
 
-# CPython's default reprs name an object's address: ``<generator object f at 0x7fd869a275a0>``.
-_ADDRESS = re.compile(r"(?<= at )0x[0-9a-fA-F]{1,16}(?=>)")
+# CPython's reprs name an object's address: ``<generator object f at 0x7fd869a275a0>``, and with
+# more after it, ``<cell at 0x...: int object at 0x...>``, ``<code object f at 0x..., file ...>``,
+# ``<frame at 0x..., file ...>``, ``<weakref at 0x...; to 'A' at 0x...>``.
+_ADDRESS = re.compile(r"(?<= at )0x[0-9a-fA-F]{1,16}(?=[>:,;])")
 
 
 def canonical_addresses(text: str) -> str:
-    """``text`` with every address in a default repr (`` at 0x...>``) written as ``0x0``. Where an
+    """``text`` with every address in a default repr (`` at 0x...`` before ``>``, ``:``, ``,`` or
+    ``;``) written as ``0x0``. Where an
     object sits in memory depends on what the process allocated before (other jobs on the same
     worker, the order threads hand jobs out), so a recorded output must not carry it: reruns
     record the same bytes, and two candidates returning the same kind of object agree. No
