@@ -4,7 +4,7 @@ The bubblewrap sandbox shows the runner only what the interpreter needs, read-on
 interpreter's prefix (standard library included), the directories of the shared libraries it
 and its extension modules link against (found with ``ldd``), and the dynamic loader. Everything
 else -- ``/etc``, ``/home``, ``/root``, ``/work``, ``/var``, ``/opt``, the project, the results
-and the data -- does not exist there. ``/dev`` is a minimal device set, ``/proc`` belongs to the
+and the data -- does not exist there. ``/dev`` is a minimal device set without terminals, ``/proc`` belongs to the
 sandbox's own PID namespace, there is no network, IPC or UTS sharing, and each candidate child
 has PID, mount and IPC namespaces of its own, a size-capped ``/tmp`` and ``/dev/shm`` of its own,
 and the seccomp filter of :mod:`concord.execution.seccomp` (see :mod:`concord.execution.harness`).
@@ -85,7 +85,11 @@ class Backend:
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", path, path]
-        args += ["--dev", "/dev", "--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/tmp"]
+        # bubblewrap's /dev has a devpts instance of its own (/dev/pts, /dev/ptmx): its terminals'
+        # buffers are kernel memory no memory cgroup charges, and their number is bounded only
+        # host-wide (kernel.pty.max), so an empty read-only /dev/pts covers it: no terminals.
+        args += ["--dev", "/dev", "--size", "4096", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
+                 "--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/tmp"]
         for host, inside in cgroup_binds or ():
             args += ["--bind", host, inside]
         args += ["--chdir", "/", "--", *interp]

@@ -33,6 +33,16 @@ threat a candidate program poses:
   variants and leases/``F_NOTIFY`` (EPERM), ``inotify_*`` (EPERM): *locks and file events on the
   read-only files every sandbox shares (the interpreter, its libraries) are visible to every
   other candidate*: a channel between concurrent candidates;
+* ``pipe``, ``pipe2``, ``mq_open``, ``io_setup``, ``shmget``, ``pidfd_open`` and ``clone`` with
+  ``CLONE_PIDFD`` (EPERM): *kernel objects numbered from host-wide counters that outlive every
+  process*: a pipe's or message queue's inode number comes from the kernel's one ``get_next_ino``
+  counter (so do an AIO ring's), a SysV segment's from the shared-memory mount's, a pidfd's from
+  the count of processes ever made. One candidate moved the counter by a chosen amount, the next
+  (another candidate, or the same one on its next input, never running at the same time) read
+  it by making one more: a channel of about 7 bits per unit of work, measured. A child's pipes
+  to the runner are made before its filter, by the trusted side; a program that wants a
+  subprocess or a pipe has neither anyway (the reliability guard takes ``subprocess.Popen``
+  and ``os.fork``);
 * ``preadv2``/``pwritev2`` (ENOSYS, so libc falls back to ``preadv``/``pwritev`` when no flag is
   given and a flag such as ``RWF_NOWAIT`` fails), ``mincore``, ``cachestat`` (EPERM),
   ``fadvise64`` (succeeds without effect: it is advice), ``madvise`` with ``MADV_COLD`` or
@@ -49,7 +59,8 @@ import functools
 import os
 import tempfile
 
-__all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "ENOSYS_CALLS", "FCNTL_REFUSED", "NAMESPACE_FLAGS"]
+__all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "ENOSYS_CALLS", "FCNTL_REFUSED", "NAMESPACE_FLAGS",
+           "CLONE_PIDFD"]
 
 NAMESPACE_FLAGS = {
     "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -65,7 +76,9 @@ REFUSED = (
     "name_to_handle_at", "fanotify_init", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog",
     "lookup_dcookie", "vhangup", "iopl", "ioperm", "socket", "socketpair", "flock", "inotify_init",
     "inotify_init1", "inotify_add_watch", "mincore", "cachestat",
+    "pipe", "pipe2", "mq_open", "io_setup", "shmget", "pidfd_open",
 )
+CLONE_PIDFD = 0x00001000
 ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")  # libc falls back to the older call (clone, preadv, pwritev)
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
 # F_GETLEASE, F_NOTIFY
@@ -105,7 +118,7 @@ def filter_bpf() -> bytes:
             continue
     f.add_rule(sc.ERRNO(0), "setsid")  # neutralised: "succeeds", the session stays the same
     f.add_rule(sc.ERRNO(0), "fadvise64")  # advice: "succeeds" without evicting anything
-    for flag in NAMESPACE_FLAGS.values():
+    for flag in (*NAMESPACE_FLAGS.values(), CLONE_PIDFD):
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     # The kernel reads these arguments as 32-bit ints: compare the low 32 bits only, so a raw
     # syscall with junk in the upper half of the register matches too.

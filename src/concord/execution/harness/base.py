@@ -51,7 +51,7 @@ import json
 sys.setrecursionlimit(50000)
 """
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWCGROUP = 0x00020000, 0x08000000, 0x20000000, 0x02000000
 CLONE_PARENT, CLONE_CHILD_SETTID, CLONE_CHILD_CLEARTID = 0x00008000, 0x01000000, 0x00200000
 # clone(2): the syscall number, and whether child_tid comes before tls (x86_64) or after (arm64)
 _CLONE_ABI = {"x86_64": (56, True), "aarch64": (220, False)}

@@ -18,6 +18,7 @@ import resource
 
 from concord.execution.harness.base import (
     _LIBC,
+    CLONE_NEWCGROUP,
     CLONE_NEWIPC,
     CLONE_NEWNS,
     MS_NODEV,
@@ -138,12 +139,15 @@ def _place(targets: dict[int, int]) -> None:
 
 def _isolate(job: dict) -> None:
     _check(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
+    # A cgroup namespace rooted where the child already is: /proc/self/cgroup reads "/" instead
+    # of the host's path (the parent's pid and start time, different on every run). Best effort:
+    # a kernel without cgroup namespaces changes no limit.
+    _LIBC.unshare(CLONE_NEWCGROUP)
     _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     size = int(job["tmp_bytes"])
     for where in (b"/tmp", b"/dev/shm"):
         opts = f"size={size},mode=1777".encode()
         _check(_LIBC.mount(b"tmpfs", where, b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount {where.decode()}")
-    _check(_LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
     # System V IPC of this namespace only: bounded like /tmp (segments), and tiny queues.
     # Required where no memory cgroup counts SysV segments; elsewhere a kernel without one of
     # these files keeps its (cgroup-charged) default.
@@ -155,6 +159,13 @@ def _isolate(job: dict) -> None:
         except OSError:
             if job.get("rlimit_memory") and name in ("shmmax", "shmall", "shmmni"):
                 raise
+    # This namespace's processes only (subset=pid, Linux 5.8+): no /proc/stat, /proc/vmstat,
+    # /proc/sys, ... -- the host-wide counters there outlive every candidate (/proc/stat's
+    # "processes" went up by exactly one per unit of work: a sender forked k times, the next
+    # candidate read k). Written after the sysctls above, which this mount hides.
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if _LIBC.mount(b"proc", b"/proc", b"proc", flags, b"subset=pid") != 0:
+        _check(_LIBC.mount(b"proc", b"/proc", b"proc", flags, None), "mount /proc")
 
 
 def _seccomp(program: bytes) -> None:
