@@ -184,7 +184,7 @@ def test_hostile_programs_change_nothing_but_their_own_outcome(canary, listener,
     assert [o.output for o in by_name["patch_harness"]] == ["wrong", "wrong"]
     assert [o.output for o in by_name["signal_parent"]] == ["still here", "still here"]
     assert [o.output for o in by_name["daemon"]] == ["parent done", "parent done"]
-    assert [o.output for o in by_name["see_processes"]] == ["['1']", "['1']"]  # itself, nothing else
+    assert [o.output for o in by_name["see_processes"]] == ["[]", "[]"]  # no /proc at all (docs/sandbox.md)
     assert by_name["list_root"][0].status == "error" or by_name["list_root"][0].output == "['.pyenv']"
     assert not _candidate_processes(), "a candidate process outlived the run"
     assert elapsed < 150
@@ -315,6 +315,17 @@ def test_fresh_state_per_input_in_stdin_mode():
         assert [o.output for o in row] == ["7 clean"] * 3
 
 
+# The effective capability set through capget(2) (no /proc in a candidate's view).
+CAPABILITIES = (
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None)\n"
+    "header = (ctypes.c_uint32 * 2)(0x20080522, 0)\n"
+    "data = (ctypes.c_uint32 * 6)()\n"
+    "assert libc.capget(header, data) == 0\n"
+    "print(f'{data[3]:08x}{data[0]:08x}')\n"
+)
+
+
 def test_without_root_children_shed_the_user_namespace_capabilities(tmp_path):
     # The unprivileged path: bubblewrap makes a user namespace, children drop its capabilities.
     python = "/usr/bin/python3"
@@ -323,7 +334,7 @@ def test_without_root_children_shed_the_user_namespace_capabilities(tmp_path):
         pytest.skip("needs root (to become nobody), setpriv and a world-readable /usr/bin/python3")
     script = (
         "from concord.execution import run_programs\n"
-        "rows = run_programs(['import posix\\nprint(open(\"/proc/self/status\").read().split(\"CapEff:\")[1].split()[0])',"
+        "rows = run_programs([" + repr(CAPABILITIES) + ","
         " 'print(int(input()) * 2)'], ['21'], mode='stdin', timeout_s=5, memory_mb=256, python=" + repr(python) + ")\n"
         "print([o.output for row in rows for o in row])\n"
     )

@@ -4,7 +4,7 @@ The bubblewrap sandbox shows the runner only what the interpreter needs, read-on
 interpreter's prefix (standard library included), the directories of the shared libraries it
 and its extension modules link against (found with ``ldd``), and the dynamic loader. Everything
 else -- ``/etc``, ``/home``, ``/root``, ``/work``, ``/var``, ``/opt``, the project, the results
-and the data -- does not exist there. ``/dev`` is a minimal device set without terminals, ``/proc`` belongs to the
+and the data -- does not exist there. ``/dev`` is a minimal device set without terminals, ``/proc`` (the runner's; candidate children have none) belongs to the
 sandbox's own PID namespace, there is no network, IPC or UTS sharing, and each candidate child
 has PID, mount and IPC namespaces of its own, a size-capped ``/tmp`` and ``/dev/shm`` of its own,
 and the seccomp filter of :mod:`concord.execution.seccomp` (see :mod:`concord.execution.harness`).

@@ -46,7 +46,7 @@ Three kinds of process, and what each answers:
   - is PID 1 of a PID namespace of its own (it cannot see or signal the runner, the zygote or any
     other candidate; everything it starts dies with it);
   - unshares its mount and **IPC namespaces**: a fresh size-capped ``/tmp`` and ``/dev/shm``,
-    its own ``/proc``, and System V segments, queues and semaphores no other child can attach
+    no ``/proc`` (detached before candidate code), and System V segments, queues and semaphores no other child can attach
     to, bounded by the IPC sysctls set in its namespace (*threat: SysV shared memory as a
     channel between candidates or inputs, and as memory the rlimits do not count*);
   - is in its worker's candidate **memory cgroup**, which never holds the runner and holds the

@@ -51,11 +51,12 @@ import json
 sys.setrecursionlimit(50000)
 """
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWCGROUP = 0x00020000, 0x08000000, 0x20000000, 0x02000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 CLONE_PARENT, CLONE_CHILD_SETTID, CLONE_CHILD_CLEARTID = 0x00008000, 0x01000000, 0x00200000
 # clone(2): the syscall number, and whether child_tid comes before tls (x86_64) or after (arm64)
 _CLONE_ABI = {"x86_64": (56, True), "aarch64": (220, False)}
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+MNT_DETACH = 2
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # read before the prelude raises it
@@ -68,6 +69,7 @@ HEADER_MAX = 16 * 1024  # bytes of a frame header (a short JSON object; its erro
 ERROR_KEEP = 1000  # characters of a reported error message passed on
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_LIBC.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _LIBC.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _LIBC.personality.argtypes = [ctypes.c_ulong]
 _CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -1,7 +1,7 @@
 """A child: reads its own job, isolates and limits itself, then runs its role (candidate code).
 
 Between clone and the first candidate instruction a child that runs candidate code gets its own
-mount and IPC namespaces (a size-capped ``/tmp`` and ``/dev/shm``, its own ``/proc``, bounded
+mount and IPC namespaces (a size-capped ``/tmp`` and ``/dev/shm``, no ``/proc``, bounded
 System V IPC), its memory group, a session of its own, rlimits, an unprivileged uid (or no
 capabilities), ``no_new_privs`` and the seccomp filter; see :mod:`concord.execution.harness`.
 Standard library only.
@@ -18,11 +18,10 @@ import resource
 
 from concord.execution.harness.base import (
     _LIBC,
-    CLONE_NEWCGROUP,
     CLONE_NEWIPC,
     CLONE_NEWNS,
+    MNT_DETACH,
     MS_NODEV,
-    MS_NOEXEC,
     MS_NOSUID,
     MS_PRIVATE,
     MS_REC,
@@ -51,19 +50,19 @@ def _child_main(fds: list[int], hello: dict) -> None:
             # group then holds candidates' processes only, so when a candidate fills it (heap,
             # tmpfs, pipe buffers) the out-of-memory killer can only choose among them.
             _write_file(path, "0")
+        try:
+            # First in line for any out-of-memory kill, wherever one happens (raising the score
+            # needs no privilege, unlike lowering the runner's); the check server, which shares
+            # the candidate's memory group, after the candidate. Before _isolate takes /proc.
+            _write_file("/proc/self/oom_score_adj", "500" if role == "checker" else "1000")
+        except OSError:
+            pass
         if isolate and role != "checker":
             _isolate(job)
         # A session and process group of its own: kill(0, ...) or killpg from candidate code
         # reaches its own processes only, never the runner (which, without root, has its uid).
         os.setsid()
         _limits(job)
-        try:
-            # First in line for any out-of-memory kill, wherever one happens (raising the score
-            # needs no privilege, unlike lowering the runner's); the check server, which shares
-            # the candidate's memory group, after the candidate.
-            _write_file("/proc/self/oom_score_adj", "500" if role == "checker" else "1000")
-        except OSError:
-            pass
         uid = job.get("uid")
         if uid is not None:
             os.setgroups([])
@@ -139,10 +138,6 @@ def _place(targets: dict[int, int]) -> None:
 
 def _isolate(job: dict) -> None:
     _check(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
-    # A cgroup namespace rooted where the child already is: /proc/self/cgroup reads "/" instead
-    # of the host's path (the parent's pid and start time, different on every run). Best effort:
-    # a kernel without cgroup namespaces changes no limit.
-    _LIBC.unshare(CLONE_NEWCGROUP)
     _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     size = int(job["tmp_bytes"])
     for where in (b"/tmp", b"/dev/shm"):
@@ -159,13 +154,11 @@ def _isolate(job: dict) -> None:
         except OSError:
             if job.get("rlimit_memory") and name in ("shmmax", "shmall", "shmmni"):
                 raise
-    # This namespace's processes only (subset=pid, Linux 5.8+): no /proc/stat, /proc/vmstat,
-    # /proc/sys, ... -- the host-wide counters there outlive every candidate (/proc/stat's
-    # "processes" went up by exactly one per unit of work: a sender forked k times, the next
-    # candidate read k). Written after the sysctls above, which this mount hides.
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    if _LIBC.mount(b"proc", b"/proc", b"proc", flags, b"subset=pid") != 0:
-        _check(_LIBC.mount(b"proc", b"/proc", b"proc", flags, None), "mount /proc")
+    # No /proc for candidate code: its files are numbered and counted host-wide, and those
+    # numbers outlive every candidate (a /proc inode comes from the same kernel counter as a
+    # pipe's; /proc/stat's "processes" went up by exactly one per unit of work: a sender moved
+    # them, the next candidate read them). Detached after the sysctls above and the oom score.
+    _check(_LIBC.umount2(b"/proc", MNT_DETACH), "detach /proc")
 
 
 def _seccomp(program: bytes) -> None:
