@@ -39,17 +39,5 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    try:
-        result = args.func(args)
-    finally:
-        _close_process_group()
+    result = args.func(args)
     return int(result or 0)
-
-
-def _close_process_group() -> None:
-    """Destroy a torch.distributed process group the command left open: at interpreter exit an
-    open gloo group's threads can abort the process ("terminate called without an active
-    exception", SIGABRT) after its work is done, which torchrun reports as a failed rank."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
