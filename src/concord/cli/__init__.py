@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 
@@ -39,5 +40,29 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    result = args.func(args)
+    launched_as_rank = _launched_as_rank()  # read first: TRL's colocated vLLM sets WORLD_SIZE=1 in-process
+    try:
+        result = args.func(args)
+    finally:
+        if launched_as_rank:
+            _close_process_group()
     return int(result or 0)
+
+
+def _launched_as_rank() -> bool:
+    """Whether a multi-process launcher (torchrun, accelerate) started this process as one of
+    several ranks: the process then ends with the command, so the group is its own to close."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def _close_process_group() -> None:
+    """Destroy the torch.distributed group a rank's command left open. At interpreter exit an
+    open gloo group's threads can abort a rank whose work is done ("terminate called without an
+    active exception", SIGABRT), which torchrun reports as a failed rank. Only for launched ranks:
+    an in-process caller (a test, a notebook) may still hold a colocated vLLM engine that uses
+    the group after the command returns."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        rank = dist.get_rank()
+        dist.destroy_process_group()
+        logging.getLogger(__name__).info("rank %d closed its process group", rank)
