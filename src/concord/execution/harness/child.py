@@ -140,8 +140,12 @@ def _isolate(job: dict) -> None:
     _check(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
     _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     size = int(job["tmp_bytes"])
+    # Files as well as bytes are bounded: each inode is kernel memory the kernel tears down after
+    # the candidate ends, off its clock (a timed-out flood of empty files cost the next unit of
+    # work 2-3 s of teardown, measured); one per page of the size leaves any real program room.
+    inodes = max(size // 4096, 1024)
     for where in (b"/tmp", b"/dev/shm"):
-        opts = f"size={size},mode=1777".encode()
+        opts = f"size={size},nr_inodes={inodes},mode=1777".encode()
         _check(_LIBC.mount(b"tmpfs", where, b"tmpfs", MS_NOSUID | MS_NODEV, opts), f"mount {where.decode()}")
     # System V IPC of this namespace only: bounded like /tmp (segments), and tiny queues.
     # Required where no memory cgroup counts SysV segments; elsewhere a kernel without one of

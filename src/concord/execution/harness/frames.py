@@ -82,7 +82,10 @@ class FrameReader:
                 payload = bytes(buf[:n])
                 del buf[:n]
                 event, self.pending = self.pending, None
-                raw = payload.decode("utf-8", "surrogatepass") if _utf8(payload) else None
+                # Strict UTF-8: a lone surrogate (`print('\\ud800')`) is no text a program can
+                # write to a UTF-8 stdout (Python raises UnicodeEncodeError there, so the reference
+                # harnesses see a crash), and no text every later consumer could encode.
+                raw = payload.decode("utf-8") if _utf8(payload) else None
                 if raw is None:
                     event = {"status": "error", "error": "output is not UTF-8 text"}
                 return self._result(event, raw)
@@ -136,7 +139,7 @@ def scan_frames(data: bytes, token: str, start: int = 0, last: int = 1, cap: int
 
 def _utf8(data: bytes) -> bool:
     try:
-        data.decode("utf-8", "surrogatepass")
+        data.decode("utf-8")
         return True
     except UnicodeDecodeError:
         return False
@@ -160,5 +163,11 @@ def _result(k: int, event: dict, raw: str | None) -> dict:
         return {"k": k, "status": "error", "plain": None, "error": "malformed result", "raw": None}
     plain = event.get("plain")
     error = event.get("error")
+    if isinstance(error, str):
+        # An exception's text may carry lone surrogates (`raise ValueError('\\ud800')`): kept as
+        # escapes, so that every consumer of the outcome can encode it.
+        error = error[:ERROR_KEEP].encode("utf-8", "backslashreplace").decode("utf-8")
+    else:
+        error = None
     return {"k": k, "status": status, "plain": plain if isinstance(plain, bool) else None,
-            "error": error[:ERROR_KEEP] if isinstance(error, str) else None, "raw": raw}
+            "error": error, "raw": raw}

@@ -243,6 +243,9 @@ class _Runner:
         mode, uid = job["mode"], job.get("uid")
         if mode == "humaneval":
             return self._launch_check(job, start, token, workdir, out_w, err_w)
+        # The check server shares the candidates' memory group: a program's headroom must not
+        # depend on whether a HumanEval check ran on this worker before it.
+        self.drop_checker()
         if mode == "call":
             child = self._child_job(job, "call", token, program=job["program"], fn_name=job["fn_name"],
                                     inputs=job["inputs"][start:], k=start, calls=len(job["inputs"]) - start,
