@@ -148,7 +148,7 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
 
 
 def _run_here(one: dict, parsed, pipes: list[int]) -> tuple[_Reporter, tuple]:
-    """Run an inert check in this process: (its reporter, its result), to be reported."""
+    """Run a check in this process: (its reporter, its result), to be reported."""
     for fd, target in zip(pipes, (1, 2, 4, 5)):
         os.dup2(fd, target)
         os.close(fd)
@@ -164,14 +164,8 @@ def _run_one_check(one: dict, parsed, pipes: list[int]) -> None:
     try:
         os.setpgid(0, 0)
         os.close(3)  # the server's socket: no check reads the next one's job
-        for fd, target in zip(pipes, (1, 2, 4, 5)):
-            os.dup2(fd, target)
-            os.close(fd)
-        random.seed(0)
-        sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)
-        report = _Reporter(one["token"])
-        report({"setup": True})
-        report(*_check_once(one, 4, 5, parsed))
+        report, result = _run_here(one, parsed, pipes)
+        report(*result)
     except BaseException as exc:  # noqa: BLE001 -- ours: the runner sees no result and reports it
         try:
             os.write(2, f"check failed to run: {type(exc).__name__}: {exc}\n".encode())
