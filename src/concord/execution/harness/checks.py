@@ -162,6 +162,9 @@ def _run_here(one: dict, parsed, pipes: list[int]) -> tuple[_Reporter, tuple]:
 def _run_one_check(one: dict, parsed, pipes: list[int]) -> None:
     """In a check's own child: run it, report, end. Never returns."""
     try:
+        # Killed with the server: the runner kills the server's group when a check does not
+        # finish, and this child leads a group of its own (so the server can end what it leaves).
+        _LIBC.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
         os.setpgid(0, 0)
         os.close(3)  # the server's socket: no check reads the next one's job
         report, result = _run_here(one, parsed, pipes)
