@@ -675,3 +675,34 @@ def test_what_a_check_changes_in_its_process_reaches_no_later_check():
     out = run_checks(pairs, timeout_s=5.0, memory_mb=256, workers=1)
     # The check that broke `json.loads` breaks its own process's reading of the replies: its own error.
     assert [o.status for o in out] == ["ok", "ok", "ok", "ok", "error", "ok"] + alone, out
+
+
+def _named(comm: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == comm:
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_check_that_never_finishes_leaves_no_process_behind():
+    # A check that cannot run in the server runs in a child of its own (a group of its own).
+    # A solution can make its check run on forever (here: by returning a huge count); the
+    # runner then kills the server's group, and the check's child must end with it instead of
+    # running on beside later candidates.
+    from concord.execution import run_checks
+
+    marker = f"concord-hang{os.getpid() % 1000}"
+    check = (f"import ctypes\nctypes.CDLL(None).prctl(15, {marker.encode()!r}, 0, 0, 0)\n"
+             "def check(candidate):\n    for _ in range(candidate(1)):\n        pass\ncheck(f)\n")
+    endless = "def f(x):\n    return 10 ** 15\n"
+    honest = "def f(x):\n    return x\n"
+    out = run_checks([(endless, check), (honest, check)], timeout_s=1.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["timeout", "ok"], out
+    deadline = time.monotonic() + 5.0
+    while _named(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _named(marker) == []

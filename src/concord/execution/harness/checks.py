@@ -104,9 +104,10 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
                 one = loads(f.read())
             parsed = _parse_check(one["check"])
             if not _inert(*parsed):
+                server = os.getpid()
                 pid = _FORK()
                 if pid == 0:
-                    _run_one_check(one, parsed, pipes)
+                    _run_one_check(one, parsed, pipes, server)
                 for fd in pipes:
                     close(fd)
                 waitpid(pid, 0)
@@ -159,12 +160,14 @@ def _run_here(one: dict, parsed, pipes: list[int]) -> tuple[_Reporter, tuple]:
     return report, _check_once(one, 4, 5, parsed)
 
 
-def _run_one_check(one: dict, parsed, pipes: list[int]) -> None:
-    """In a check's own child: run it, report, end. Never returns."""
+def _run_one_check(one: dict, parsed, pipes: list[int], server: int) -> None:
+    """In a check's own child (of the server ``server``): run it, report, end. Never returns."""
     try:
         # Killed with the server: the runner kills the server's group when a check does not
         # finish, and this child leads a group of its own (so the server can end what it leaves).
         _LIBC.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        if os.getppid() != server:  # the server died before the line above: no signal will come
+            os._exit(SETUP_FAILED)
         os.setpgid(0, 0)
         os.close(3)  # the server's socket: no check reads the next one's job
         report, result = _run_here(one, parsed, pipes)
