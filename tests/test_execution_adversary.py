@@ -366,6 +366,31 @@ def test_outputs_with_addresses_are_identical_across_calls_and_workers():
     assert outputs[0] == outputs[1]
 
 
+IDENTITY = (
+    "class A:\n    def __init__(s, c):\n        s.c = c\n"
+    "print(''.join(a.c for a in {A(c) for c in 'abcdefghijklmnop' + input()}), id(A) % 2 ** 20, id(object()) % 2 ** 20)\n"
+)
+
+
+def test_identity_hashed_orders_and_ids_repeat_whatever_ran_before():
+    # A set of objects hashed by identity iterates in an order set by heap addresses, and id()
+    # is one: both must repeat for the same program on the same input, whichever worker runs it,
+    # however many children (and of which kinds) its zygote cloned before.
+    from concord.execution import run_checks
+
+    runner._POOL.close_all()
+    first = run_programs([IDENTITY] * 4, ["p", "qr"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=2)
+    run_programs(["def f(x):\n    return [x] * 3\n"] * 3, ["1", "2"], mode="call", fn_name="f", timeout_s=5.0,
+                 memory_mb=256, workers=2)
+    run_checks([("def f(x):\n    return x\n", "def check(c):\n    assert c(1) == 1\ncheck(f)\n")] * 3,
+               timeout_s=5.0, memory_mb=256, workers=2)
+    later = run_programs([IDENTITY] * 4, ["p", "qr"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=2)
+    for k in range(2):
+        seen = {row[k].output for row in first + later}
+        assert len(seen) == 1, (k, seen)
+    assert sorted(first[0][0].output.split()[0]) == sorted("abcdefghijklmnopp")
+
+
 def test_without_root_a_candidate_cannot_stop_the_runner(request):
     # The unprivileged path (bubblewrap's user namespace; children share the runner's uid there):
     # kill(0, SIGSTOP) and killpg must reach the candidate's own session only.

@@ -65,30 +65,45 @@ def _serve(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
     gc.freeze()
     sock.send(b"ready")
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, 4096, 8)
-        except InterruptedError:
-            continue
-        if not msg:
-            os._exit(0)  # the runner is gone
-        # The orders: a child, with or without a PID namespace; or the second zygote, which
-        # serves on the socket that comes with the order.
-        try:
-            pidns = msg == b"pidns"
-            child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
-        except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
-            for fd in fds:
-                os.close(fd)
-            sock.send(f"error {type(exc).__name__}".encode()[:60])
-            continue
-        if child == 0:
-            sock.close()
-            if msg == b"zygote":
-                _second_zygote(fds, clone, hello)
-            _child_main(fds, hello)
+        _order(sock, clone, hello)
+
+
+def _order(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
+    """Read one order and carry it out: a child, with or without a PID namespace; or the second
+    zygote, which serves on the socket that comes with the order. Returns in the zygote only.
+
+    Every child starts from the same heap: nothing of an earlier order is alive (its objects die
+    when this returns) and the collector's counts are reset just before the clone. *Why*: a
+    child's heap addresses, and so the order of its sets of objects hashed by identity and its
+    ``id()`` values, would otherwise depend on how many children its zygote cloned before (the
+    same program on the same input printed 7 orders in 18 runs), a rerun would not reproduce its
+    outputs, and the count itself would reach a candidate."""
+    try:
+        # An order is a word: a buffer this small comes from Python's own allocator, restored
+        # exactly when the order's objects die (a 4 KiB one came from the C allocator, whose
+        # first use leaves its heap unlike later ones).
+        msg, fds, _, _ = socket.recv_fds(sock, 64, 8)
+    except InterruptedError:
+        return
+    if not msg:
+        os._exit(0)  # the runner is gone
+    try:
+        pidns = msg == b"pidns"
+        gc.collect()
+        child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
+    except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
         for fd in fds:
             os.close(fd)
-        sock.send(str(max(child, 0)).encode())
+        sock.send(f"error {type(exc).__name__}".encode()[:60])
+        return
+    if child == 0:
+        sock.close()
+        if msg == b"zygote":
+            _second_zygote(fds, clone, hello)
+        _child_main(fds, hello)
+    for fd in fds:
+        os.close(fd)
+    sock.send(str(max(child, 0)).encode())
 
 
 def _second_zygote(fds: list[int], clone: _Cloner, hello: dict) -> None:
@@ -205,17 +220,19 @@ class _Cloner:
         except (AttributeError, OSError):
             return
         self.syscall.restype = ctypes.c_long
-        self.nr, self.tid_before_tls = abi
-        self.args: dict = {}
+        nr, tid_before_tls = abi
+        # The arguments of each flag set used, built now: each object made here is a page every
+        # child shares, and none is made later (a child's heap must not depend on which kinds of
+        # children its zygote cloned before it).
+        tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
+        tail = (tid, none) if tid_before_tls else (none, tid)
+        every = CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
+        self.args = {flags: (ctypes.c_long(nr), ctypes.c_ulong(flags | every), none, none, *tail)
+                     for flags in (0, CLONE_NEWPID)}
         self.ok = True
 
     def __call__(self, flags: int) -> int:
-        args = self.args.get(flags)
-        if args is None:  # built once per flag set: each object made here is a page the child shares
-            tid, none = ctypes.c_void_p(self.tid_at), ctypes.c_void_p(0)
-            tail = (tid, none) if self.tid_before_tls else (none, tid)
-            every = CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | signal.SIGCHLD
-            args = self.args[flags] = (ctypes.c_long(self.nr), ctypes.c_ulong(flags | every), none, none, *tail)
+        args = self.args[flags]
         self.api.PyOS_BeforeFork()
         pid = self.syscall(*args)
         if pid == 0:
