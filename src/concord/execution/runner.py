@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import fcntl
 import functools
 import json
 import logging
@@ -198,6 +199,17 @@ class _Worker:
         except (BrokenPipeError, OSError) as exc:
             raise SandboxError(f"the sandbox runner is gone: {self._stderr()}") from exc
 
+    def _ahead_room(self) -> int:
+        """What a job sent ahead may take of the runner's pipe: half of it, at most _AHEAD_BYTES.
+        *Why ask*: the kernel gives a user's new pipes one page instead of 64 KiB once that user
+        holds more pipe memory than its soft limit (without root, a candidate shares the caller's
+        uid), and a write ahead sized for 64 KiB then blocked while the runner blocked writing
+        results: both waited forever."""
+        try:
+            return min(_AHEAD_BYTES, fcntl.fcntl(self.proc.stdin.fileno(), fcntl.F_GETPIPE_SZ) // 2)
+        except OSError:
+            return 0
+
     def _stderr(self) -> str:
         text = bytes(self.err).decode("utf-8", "replace").strip()
         return text[-2000:] if text else "(no stderr)"
@@ -305,7 +317,7 @@ class _Worker:
             "rlimit_memory": self.cgroup is None, "rlimit_procs": self.cgroup is None or self.backend.privileged,
         }
         data = (json.dumps(request) + "\n").encode("utf-8", "surrogatepass")
-        if ahead and (len(data) > _AHEAD_BYTES or self.proc is None):
+        if ahead and (self.proc is None or len(data) > self._ahead_room()):
             return
         if self.proc is None:
             self._start()
@@ -364,7 +376,8 @@ class _Worker:
 
 
 # Jobs in a runner's pipe at once: the one it works on and the next, when that one is no larger
-# than this (a pipe holds 64 KiB; the runner reads whole lines ahead into its own buffer).
+# than this and half the pipe (64 KiB, or one page: see _Worker._ahead_room; the runner reads
+# whole lines ahead into its own buffer).
 _AHEAD = 2
 _AHEAD_BYTES = 32 * 1024
 

@@ -43,6 +43,13 @@ threat a candidate program poses:
   to the runner are made before its filter, by the trusted side; a program that wants a
   subprocess or a pipe has neither anyway (the reliability guard takes ``subprocess.Popen``
   and ``os.fork``);
+* ``mknod``, ``mknodat`` (EPERM): *a FIFO is a pipe made by name*. Its buffers count towards
+  the pipe memory of its owner's uid, which the kernel limits host-wide: without root a
+  candidate shares the caller's uid, and a few enlarged FIFOs put that uid over the soft limit,
+  after which every new pipe of the caller's gets one page instead of 64 KiB (a write the caller
+  sized for 64 KiB then blocked for good), and a candidate elsewhere reads its own pipe's size:
+  a channel, measured. Nothing else of the harness or of a program that runs under the reference
+  harnesses needs ``mknod`` (files are made with ``open``);
 * ``preadv2``/``pwritev2`` (ENOSYS, so libc falls back to ``preadv``/``pwritev`` when no flag is
   given and a flag such as ``RWF_NOWAIT`` fails), ``mincore``, ``cachestat`` (EPERM),
   ``fadvise64`` (succeeds without effect: it is advice), ``madvise`` with ``MADV_COLD`` or
@@ -76,7 +83,7 @@ REFUSED = (
     "name_to_handle_at", "fanotify_init", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog",
     "lookup_dcookie", "vhangup", "iopl", "ioperm", "socket", "socketpair", "flock", "inotify_init",
     "inotify_init1", "inotify_add_watch", "mincore", "cachestat",
-    "pipe", "pipe2", "mq_open", "io_setup", "shmget", "pidfd_open",
+    "pipe", "pipe2", "mq_open", "io_setup", "shmget", "pidfd_open", "mknod", "mknodat",
 )
 CLONE_PIDFD = 0x00001000
 ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")  # libc falls back to the older call (clone, preadv, pwritev)
