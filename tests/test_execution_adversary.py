@@ -394,6 +394,13 @@ def test_identity_hashed_orders_and_ids_repeat_whatever_ran_before():
     assert sorted(first[0][0].output.split()[0]) == sorted("abcdefghijklmnopp")
 
 
+def test_error_texts_carry_no_address():
+    rows = run_programs(["raise ValueError(object())", "def f(x):\n    raise KeyError(f)\n"], ["1"], mode="call",
+                        fn_name="f", timeout_s=5.0, memory_mb=256, workers=1)
+    errors = [row[0].error for row in rows]
+    assert all(" at 0x0>" in e and "0x7" not in e for e in errors), errors
+
+
 def test_without_root_a_candidate_cannot_stop_the_runner(request):
     # The unprivileged path (bubblewrap's user namespace; children share the runner's uid there):
     # kill(0, SIGSTOP) and killpg must reach the candidate's own session only.

@@ -84,7 +84,7 @@ def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcom
     status, raw, error = event.get("status"), event.get("raw"), event.get("error")
     if status not in STATUSES:
         return Outcome("error", None, "malformed result")
-    error = error[:1000] if isinstance(error, str) else None
+    error = canonical_addresses(error[:1000]) if isinstance(error, str) else None  # an error text is recorded too
     if status != "ok":
         return Outcome(status, None, error or status)
     if not isinstance(raw, str):
