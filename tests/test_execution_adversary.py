@@ -793,3 +793,13 @@ def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_
                                    5.0)["passed"] for solution, test in pairs]
     assert reference == [False, True]
     assert [o.status == "ok" for o in ours] == reference, ours
+
+
+def test_a_check_run_in_its_own_child_passes_under_the_smallest_process_limit():
+    # max_procs bounds the candidate, not the check server, which forks a child for a check that
+    # imports a module: a correct solution passes such a check at max_procs=1 as at 8.
+    solution = "def add(a, b):\n    return a + b\n"
+    plain = "def check(candidate):\n    assert candidate(2, 3) == 5\ncheck(add)\n"
+    rows = run_programs([solution], [plain, "import math\n" + plain], mode="humaneval", timeout_s=5.0,
+                        memory_mb=256, workers=1, max_procs=1)
+    assert [o.output for o in rows[0]] == ["passed", "passed"], rows

@@ -217,8 +217,9 @@ class _Worker:
     def _next(self, deadline: float) -> dict | None:
         """The runner's next event, or None when it died or the deadline passed."""
         sel = self.sel
+        scanned = 0  # what has no newline: never searched again (a long line costs one pass, not one per read)
         while True:
-            cut = self.buf.find(b"\n")
+            cut = self.buf.find(b"\n", scanned)
             if cut >= 0:
                 line = bytes(self.buf[:cut])
                 del self.buf[: cut + 1]
@@ -230,6 +231,7 @@ class _Worker:
                     return {"event": "malformed", "error": f"the sandbox runner wrote a malformed event: "
                                                           f"{line[:200]!r}"}
                 return event
+            scanned = len(self.buf)
             left = deadline - time.monotonic()
             if left <= 0 or sel is None or not sel.get_map():
                 return None

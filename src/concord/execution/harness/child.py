@@ -195,7 +195,9 @@ def _limits(job: dict) -> None:
     if job.get("rlimit_memory"):
         cap(resource.RLIMIT_AS, int(job["memory_mb"]) * 1024 * 1024)
     if job.get("rlimit_procs"):
-        cap(resource.RLIMIT_NPROC, job["max_procs"])
+        # The check server's own count: itself and a check's child (as the cgroup's pids.max).
+        own = int(job["max_procs"]) + (2 if job.get("role") == "checker" else 0)
+        cap(resource.RLIMIT_NPROC, own + int(job.get("tasks_before") or 0))
 
 
 def _drop_capabilities() -> None:

@@ -104,6 +104,10 @@ class _Runner:
         (our child: cloned with CLONE_PARENT, or handed to us when the zygote's intermediate
         process exits)."""
         sock = self.stdin_zygote() if job["role"] == "stdin" else self.sock
+        if job.get("rlimit_procs") and job.get("uid") is None:
+            # Counted here, not in the child: a child's heap (and so its identity-hashed orders)
+            # must not depend on how many processes, with which pids, ran beside it.
+            job = dict(job, tasks_before=_tasks_of_this_uid())
         memfd = os.memfd_create("job", 0)
         try:
             data = memoryview(json.dumps(job).encode("utf-8", "surrogatepass"))
@@ -400,3 +404,22 @@ def _death(status: int, err: bytes) -> str:
     text = bytes(err).decode("utf-8", "replace").strip().splitlines()
     tail = text[-1][:300] if text else ""
     return f"exited with status {os.WEXITSTATUS(status)} before reporting" + (f": {tail}" if tail else "")
+
+
+def _tasks_of_this_uid() -> int:
+    """Tasks (threads included) of the processes this uid runs where this process sees them:
+    RLIMIT_NPROC counts them all. Without root every process of the sandbox (bubblewrap's init,
+    the runner, the zygotes, the check server) shares the candidate's uid, so a limit of
+    ``max_procs`` alone left a candidate 3 or 4 processes, fewer after a job that started a
+    second zygote or a check server (measured); the allowance makes it ``max_procs`` whatever
+    ran before. Read by the runner, which sees every process of its sandbox."""
+    uid, total = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    total += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:  # ended meanwhile
+                pass
+    return total
+
