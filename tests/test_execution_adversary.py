@@ -401,9 +401,9 @@ def test_error_texts_carry_no_address():
     assert all(" at 0x0>" in e and "0x7" not in e for e in errors), errors
 
 
-def test_without_root_a_candidate_cannot_stop_the_runner(request):
-    # The unprivileged path (bubblewrap's user namespace; children share the runner's uid there):
-    # kill(0, SIGSTOP) and killpg must reach the candidate's own session only.
+def _run_unprivileged(request, script: str, timeout: float = 180) -> str:
+    """The last line ``script`` prints when run as nobody with /usr/bin/python3: the unprivileged
+    path (bubblewrap's user namespace; children share the runner's uid there)."""
     python = "/usr/bin/python3"
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None or not os.path.exists(python):
@@ -420,6 +420,18 @@ def test_without_root_a_candidate_cannot_stop_the_runner(request):
     src = str(REPO / "src")
     if not all(os.stat(p).st_mode & 0o005 for p in [src, *map(str, Path(src).parents)]):
         pytest.skip("the checkout is not readable by nobody")
+    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
+                           f"PYTHON = {python!r}\n" + script],
+                          capture_output=True, text=True, timeout=timeout, cwd="/",
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{src}:{libs}"})
+    if "SandboxUnavailable" in proc.stderr:
+        pytest.skip(f"no unprivileged sandbox here: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_without_root_a_candidate_cannot_stop_the_runner(request):
+    # kill(0, SIGSTOP) and killpg must reach the candidate's own session only.
     stopper = ("import posix, signal\n"
                "posix.kill(0, signal.SIGSTOP)\n"
                "try:\n"
@@ -427,25 +439,59 @@ def test_without_root_a_candidate_cannot_stop_the_runner(request):
                "except OSError:\n"
                "    pass\n"
                "print('went on')")
-    script = (
+    last = _run_unprivileged(request, (
         "import time\n"
         "from concord.execution import run_programs\n"
         "t0 = time.monotonic()\n"
         f"rows = run_programs([{stopper!r}, 'print(int(input()) * 2)', 'import time\\ntime.sleep(30)'], ['21'], "
-        f"mode='stdin', timeout_s=3, memory_mb=256, workers=2, python={python!r})\n"
+        "mode='stdin', timeout_s=3, memory_mb=256, workers=2, python=PYTHON)\n"
         "print([(o.status, o.output) for row in rows for o in row], time.monotonic() - t0 < 20)\n"
-    )
-    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
-                          capture_output=True, text=True, timeout=180, cwd="/",
-                          env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{src}:{libs}"})
-    if "SandboxUnavailable" in proc.stderr:
-        pytest.skip(f"no unprivileged sandbox here: {proc.stderr.strip().splitlines()[-1]}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    last = proc.stdout.strip().splitlines()[-1]
+    ))
     # the stopper reached its own session only (where PID 1 ignores it); its neighbours were
     # graded on time
     assert last.startswith("[('ok', 'went on'), ('ok', '42'), ('timeout', None)]"), last
     assert last.endswith("True"), last
+
+
+_WRITER = """\
+import posix
+tried = []
+def attempt(name, fn, *args):
+    try:
+        fn(*args)
+        tried.append(name)
+    except OSError:
+        pass
+def write(path):
+    fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT, 0o644)
+    posix.write(fd, b"x" * 4096)
+    posix.close(fd)
+for path in ("/x", "/dev/x", "/lib/x", "/usr/x"):
+    attempt("write " + path, write, path)
+attempt("mkdir /etc", posix.mkdir, "/etc")
+attempt("rmdir /proc", posix.rmdir, "/proc")
+attempt("rename /dev/shm", posix.rename, "/dev/shm", "/dev/shm2")
+attempt("unlink /dev/stdin", posix.unlink, "/dev/stdin")
+attempt("chmod /", posix.chmod, "/", 0o311)
+print(tried)
+"""
+
+_VIEW = "import os\nprint(sorted(os.listdir('/')), sorted(os.listdir('/dev')), os.readlink('/dev/stdin'), oct(os.stat('/').st_mode))"
+
+
+def test_without_root_the_sandbox_view_is_read_only_for_every_candidate(request):
+    # Without root a candidate is uid 0 of bubblewrap's user namespace, which owns the root and
+    # /dev tmpfs bubblewrap made: it wrote into them unbounded (host memory no group charges),
+    # changed /dev/stdin and the root's mode for later candidates of the worker, and removed the
+    # runner's /proc mount point (sixth red team). Only its own /tmp and /dev/shm are writable.
+    last = _run_unprivileged(request, (
+        "from concord.execution import run_programs\n"
+        f"rows = run_programs([{_VIEW!r}, {_WRITER!r}, {_VIEW!r}, 'print(int(input()) * 2)'], ['21'], "
+        "mode='stdin', timeout_s=5, memory_mb=256, workers=1, python=PYTHON)\n"
+        "outs = [row[0].output for row in rows]\n"
+        "print(outs[1], outs[0] == outs[2], outs[3])\n"
+    ))
+    assert last == "[] True 42", last
 
 
 def test_each_humaneval_check_starts_from_a_fresh_state():
@@ -803,3 +849,100 @@ def test_a_check_run_in_its_own_child_passes_under_the_smallest_process_limit():
     rows = run_programs([solution], [plain, "import math\n" + plain], mode="humaneval", timeout_s=5.0,
                         memory_mb=256, workers=1, max_procs=1)
     assert [o.output for o in rows[0]] == ["passed", "passed"], rows
+
+
+def _peak_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def test_outputs_of_every_shape_arrive_exactly_and_cost_the_runner_a_few_copies():
+    # The runner sends an output as raw bytes after its event's line: JSON escaped a control
+    # character six-fold, and the runner (outside every candidate's memory group) peaked at 25
+    # times a 4 MiB output of them (sixth red team).
+    shapes = ["\x01\x02\x1f\x7f" * 8, '{"k": 0, "status": "ok"}\n\n\\u0041', "\U0001F600 \u00e9 x\ty", "a\r\nb"]
+    program = ("import sys\nshapes = " + repr(shapes) + "\n"
+               "sys.stdout.write(shapes[int(input())])")
+    outs = _alone(program, [str(i) for i in range(len(shapes))], "stdin")
+    from concord.execution import normalize_stdout
+    assert [o.output for o in outs] == [normalize_stdout(s) for s in shapes]
+    calls = _alone("def f(i):\n    return " + repr(shapes) + "[i]", [str(i) for i in range(len(shapes))], "call",
+                   fn_name="f")
+    assert [o.output for o in calls] == [repr(s) for s in shapes]
+    (pid,) = _runners()
+    before = _peak_kb(pid)
+    flood = "import sys\nsys.stdout.write('\\x01' * (4 * 1024 * 1024 - 1))"
+    rows = run_programs([flood], ["1", "2", "3"], mode="stdin", timeout_s=10.0, memory_mb=256, workers=1)
+    assert [o.status for o in rows[0]] == ["ok"] * 3
+    (pid_after,) = _runners()
+    assert pid_after == pid
+    grown_mb = (_peak_kb(pid) - before) / 1024
+    assert grown_mb < 8 * 4, f"the runner's peak grew {grown_mb:.0f} MB for 4 MiB outputs"
+
+
+def test_what_the_caller_keeps_of_one_programs_outputs_is_bounded():
+    # max_output_bytes bounds one input; a candidate printing it on every input (in text Python
+    # stores at 4 bytes a character) made the caller keep 348 MB (sixth red team).
+    big = "import sys\nsys.stdout.write('\\U0001F600' * (256 * 1024))"
+    rows = run_programs([big, HONEST_STDIN], ["1 2"] * 6, mode="stdin", timeout_s=10.0, memory_mb=256, workers=1,
+                        max_kept_output_bytes=3 * 1024 * 1024)
+    # each output is 1 MiB as Python stores it: two fit, the third passes the budget
+    assert [o.status for o in rows[0]] == ["ok", "ok"] + ["error"] * 4
+    assert all("kept for one program" in o.error for o in rows[0][2:])
+    assert [o.output for o in rows[1]] == ["3"] * 6
+    with pytest.raises(ValueError, match="max_kept_output_bytes"):
+        run_programs([HONEST_STDIN], ["1 2"], mode="stdin", timeout_s=1.0, memory_mb=256, max_kept_output_bytes=0)
+
+
+_CALLER_STATE = """\
+import os, signal, sys
+sys.setrecursionlimit(10 ** 6)
+def deep(n):
+    return 0 if n == 0 else 1 + deep(n - 1)
+class A:
+    pass
+fired = []
+signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+signal.setitimer(signal.ITIMER_REAL, 0.05)
+import time
+t0 = time.monotonic()
+while not fired and time.monotonic() - t0 < 1.0:
+    pass
+fd = os.open("/tmp/f", os.O_CREAT | os.O_WRONLY, 0o666)
+print(oct(os.fstat(fd).st_mode & 0o777), sorted(signal.pthread_sigmask(signal.SIG_BLOCK, ())),
+      signal.getsignal(signal.SIGHUP) == signal.SIG_IGN, os.nice(0), bool(fired),
+      hex(id(A())), [id(a) % 97 for a in {A() for _ in range(8)}])
+print(deep(int(input())))
+"""
+
+
+def _caller(altered: bool) -> list:
+    import resource
+    import signal
+
+    def alter():  # what a shell, nohup, a job script or a framework's thread may hand on
+        resource.setrlimit(resource.RLIMIT_STACK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        os.umask(0o077)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGUSR1})
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        os.nice(3)
+
+    script = ("from concord.execution import run_programs\n"
+              f"rows = run_programs([{_CALLER_STATE!r}], ['40000'], mode='stdin', timeout_s=10, memory_mb=512, "
+              "workers=1)\n"
+              "print(repr([(o.status, o.output, o.error) for o in rows[0]]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          preexec_fn=alter if altered else None)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_nothing_of_the_callers_process_state_reaches_a_candidate():
+    # The caller's stack limit (a deep recursion crashed under 8 MiB and passed unlimited, and
+    # an unlimited one moved every address), umask, blocked and ignored signals and nice value
+    # reached candidates (sixth red team): a rerun must not depend on how its caller started.
+    plain, altered = _caller(False), _caller(True)
+    assert plain == altered
+    assert "('ok', '0o644 [] False 0 True 0x" in plain, plain

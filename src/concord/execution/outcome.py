@@ -32,6 +32,16 @@ class Limits:
     max_output_bytes: int = 4 * 1024 * 1024
     max_procs: int = 8
     tmp_mb: int = 64
+    #: What the trusted parent keeps of one program's outputs in one call, as Python stores them
+    #: (a text with one character above U+FFFF takes 4 bytes a character); None: 16 x
+    #: ``max_output_bytes``. Past it the program's further outputs are errors: ``max_output_bytes``
+    #: bounds one input, and 20 inputs of 4 MiB of such text made the caller keep 348 MB for one
+    #: candidate (sixth red team).
+    max_kept_output_bytes: int | None = None
+
+    @property
+    def kept_output_budget(self) -> int:
+        return self.max_kept_output_bytes if self.max_kept_output_bytes is not None else 16 * self.max_output_bytes
 
     def __post_init__(self) -> None:
         if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
@@ -40,6 +50,8 @@ class Limits:
             raise ValueError(f"memory_mb must be at least 64 (the interpreter needs it), got {self.memory_mb!r}")
         if self.max_output_bytes < 1:
             raise ValueError(f"max_output_bytes must be positive, got {self.max_output_bytes!r}")
+        if self.max_kept_output_bytes is not None and self.max_kept_output_bytes < 1:
+            raise ValueError(f"max_kept_output_bytes must be positive, got {self.max_kept_output_bytes!r}")
         if self.max_procs < 1:
             raise ValueError(f"max_procs must be >= 1, got {self.max_procs!r}")
         if self.tmp_mb < 1:

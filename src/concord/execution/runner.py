@@ -22,6 +22,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from typing import Sequence
 
 from concord.execution import cgroups, seccomp
 from concord.execution import harness as _harness
+from concord.execution.harness.base import OUTPUT_SLACK
 from concord.execution.normalize import parse_call_input, to_outcome
 from concord.execution.outcome import Limits, Outcome, normalize_mode
 from concord.execution.sandbox import (
@@ -197,6 +199,9 @@ class _Worker:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
+            deadline = time.monotonic() + 2.0  # what it said before it went (read to its end)
+            while self.sel is not None and self.sel.get_map() and self._read_more(deadline):
+                pass
             raise SandboxError(f"the sandbox runner is gone: {self._stderr()}") from exc
 
     def _ahead_room(self) -> int:
@@ -214,9 +219,9 @@ class _Worker:
         text = bytes(self.err).decode("utf-8", "replace").strip()
         return text[-2000:] if text else "(no stderr)"
 
-    def _next(self, deadline: float) -> dict | None:
-        """The runner's next event, or None when it died or the deadline passed."""
-        sel = self.sel
+    def _next(self, deadline: float, max_raw: int = 0) -> dict | None:
+        """The runner's next event, or None when it died or the deadline passed. A result's output
+        follows its line as ``raw_bytes`` bytes (at most ``max_raw``; see ``_Runner.emit``)."""
         scanned = 0  # what has no newline: never searched again (a long line costs one pass, not one per read)
         while True:
             cut = self.buf.find(b"\n", scanned)
@@ -230,20 +235,41 @@ class _Worker:
                 if not isinstance(event, dict):
                     return {"event": "malformed", "error": f"the sandbox runner wrote a malformed event: "
                                                           f"{line[:200]!r}"}
+                n = event.pop("raw_bytes", None)
+                if n is None:
+                    return event
+                if type(n) is not int or not 0 <= n <= max_raw:
+                    return {"event": "malformed", "error": f"the sandbox runner announced {n!r} bytes of output"}
+                while len(self.buf) < n:
+                    if not self._read_more(deadline):
+                        return None
+                try:
+                    event["raw"] = self.buf[:n].decode("utf-8", "surrogatepass")
+                except UnicodeDecodeError:
+                    event = {"event": "malformed", "error": "the sandbox runner wrote output that is not UTF-8"}
+                del self.buf[:n]
                 return event
             scanned = len(self.buf)
-            left = deadline - time.monotonic()
-            if left <= 0 or sel is None or not sel.get_map():
+            if not self._read_more(deadline):
                 return None
-            for key, _ in sel.select(timeout=left):
-                chunk = os.read(key.fileobj.fileno(), 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                if key.data == "out":
-                    self.buf += chunk
-                elif len(self.err) < _STDERR_CAP:
-                    self.err += chunk[: _STDERR_CAP - len(self.err)]
+
+    def _read_more(self, deadline: float) -> bool:
+        """Wait for the runner's stdout or stderr and read what came; False when it died or the
+        deadline passed."""
+        sel = self.sel
+        left = deadline - time.monotonic()
+        if left <= 0 or sel is None or not sel.get_map():
+            return False
+        for key, _ in sel.select(timeout=left):
+            chunk = os.read(key.fileobj.fileno(), 1 << 16)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                continue
+            if key.data == "out":
+                self.buf += chunk
+            elif len(self.err) < _STDERR_CAP:
+                self.err += chunk[: _STDERR_CAP - len(self.err)]
+        return True
 
     def run(self, program: str, inputs: list[str], mode: str, fn_name: str | None, limits: Limits) -> list[Outcome]:
         """Every input's outcome (see :meth:`run_many`)."""
@@ -356,7 +382,7 @@ class _Worker:
         grace = 30.0 + 2 * limits.timeout_s
         while True:
             expect = job.start
-            event = self._next(time.monotonic() + grace + limits.timeout_s)
+            event = self._next(time.monotonic() + grace + limits.timeout_s, limits.max_output_bytes + OUTPUT_SLACK)
             if event is None:  # the runner died or stalled: lose the input at hand, not the run
                 detail = self._stderr()
                 self._kill()
@@ -371,9 +397,11 @@ class _Worker:
                 # "failed" (e.g. the zygote could not fork), a malformed event or one out of turn
                 raise _RunnerFailed(min(expect, len(inputs) - 1), str(event.get("error") or event)[:300])
             try:
-                outcomes[expect] = to_outcome(event, mode, limits.timeout_s)
+                outcome = to_outcome(event, mode, limits.timeout_s)
             except Exception as exc:  # noqa: BLE001 -- a result we cannot read is that candidate's error
-                outcomes[expect] = Outcome("error", None, f"unreadable result ({type(exc).__name__})")
+                outcome = Outcome("error", None, f"unreadable result ({type(exc).__name__})")
+            del event
+            outcomes[expect] = job.keep(outcome, limits.kept_output_budget)
             job.start = expect + 1
 
 
@@ -394,6 +422,16 @@ class _Job:
         self.failed_at: int | None = None  # the input the runner last failed on
         self.id = 0  # the runner's id of the job, as last sent
         self.sent = False  # to the runner that now lives
+        self.kept = 0  # bytes of outputs kept so far, as Python stores them
+
+    def keep(self, outcome: Outcome, budget: int) -> Outcome:
+        """``outcome``, or an error once the program's outputs kept in this call pass ``budget``."""
+        if outcome.output is None:
+            return outcome
+        self.kept += sys.getsizeof(outcome.output)
+        if self.kept > budget:
+            return Outcome("error", None, f"outputs exceeded {budget} bytes kept for one program in one call")
+        return outcome
 
 
 class _RunnerFailed(Exception):
@@ -457,6 +495,7 @@ def run_programs(
     max_procs: int = 8,
     tmp_mb: int = 64,
     python: str | None = None,
+    max_kept_output_bytes: int | None = None,
 ) -> list[list[Outcome]]:
     """Run each program on each input in the sandbox; ``result[i][k]`` is program i on input k.
 
@@ -472,13 +511,16 @@ def run_programs(
     CPU time and wall time less run-queue waits (wall-clock backstop 3x); ``memory_mb`` for
     everything the candidate holds (cgroup v2 or v1; rlimits per process where neither works);
     ``max_output_bytes`` on the bytes the runner reads; ``max_procs`` processes; ``tmp_mb`` for
-    its ``/tmp`` (and as much again for ``/dev/shm``).
+    its ``/tmp`` (and as much again for ``/dev/shm``); ``max_kept_output_bytes`` on what this
+    process keeps of one program's outputs in the call (default 16 x ``max_output_bytes``), past
+    which its further outputs are errors.
     """
     mode = normalize_mode(mode)
     programs = list(programs)
     inputs = list(inputs)
     _validate(programs, inputs, mode, fn_name)
-    limits = Limits(float(timeout_s), int(memory_mb), int(max_output_bytes), int(max_procs), int(tmp_mb))
+    limits = Limits(float(timeout_s), int(memory_mb), int(max_output_bytes), int(max_procs), int(tmp_mb),
+                    max_kept_output_bytes)
     if not programs:
         return []
     if not inputs:

@@ -92,6 +92,12 @@ class Backend:
                  "--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/tmp"]
         for host, inside in cgroup_binds or ():
             args += ["--bind", host, inside]
+        # Last, once every mount point exists: the root and /dev tmpfs bubblewrap made read-only.
+        # Without root a candidate is uid 0 of bubblewrap's user namespace, which owns them: it
+        # wrote into them unbounded (host memory no group charges), left files and replaced
+        # /dev/stdin for later candidates of the worker, and removed the runner's /proc mount
+        # point (sixth red team). Children mount their own /tmp and /dev/shm on top as before.
+        args += ["--remount-ro", "/dev", "--remount-ro", "/"]
         args += ["--chdir", "/", "--", *interp]
         return args
 

@@ -183,17 +183,46 @@ def source() -> str:
 # interpreter finds its stdin untouched. Then the joined source arrives on stdin as a 16-byte
 # decimal length and that many bytes (:func:`framed_source`), and runs as ``__main__``; the
 # bytes are read exactly, so nothing of the first request is read ahead.
+#
+# Before that re-execution, nothing of the caller's own process state reaches candidates: a
+# rerun gives the same verdicts and outputs however the caller was started (sixth red team).
+# The C stack's soft limit is 8 MiB, Linux's usual default (the caller's passed on: a deep
+# recursion crashed under ``ulimit -s 8192`` and passed under ``unlimited``, which also makes the
+# kernel choose another address-space layout at exec, so every ``id()`` moved); the data and
+# address-space soft limits are their hard ones (the harness sets its own where it bounds
+# memory by rlimits); no signal is blocked or ignored but those Python ignores itself (a caller's
+# blocked SIGALRM silenced every candidate's ``setitimer``); umask 022; as root, nice 0.
 BOOTSTRAP = """\
-import ctypes, os, site, sys
+import ctypes, os, resource, signal, site, sys
 site.setquit()
 site.setcopyright()
 site.sethelper()
 sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
+_stack = resource.getrlimit(resource.RLIMIT_STACK)
+if _stack[1] != resource.RLIM_INFINITY and _stack[1] < 8 << 20:
+    raise SystemExit(f"the hard limit on the C stack ({_stack[1]} bytes) is below the 8 MiB every candidate gets")
+_fresh = _stack[0] != 8 << 20
+resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, _stack[1]))
+for _which in (resource.RLIMIT_DATA, resource.RLIMIT_AS):
+    resource.setrlimit(_which, (resource.getrlimit(_which)[1],) * 2)
+signal.pthread_sigmask(signal.SIG_SETMASK, ())
+for _sig in signal.valid_signals():
+    if _sig not in (signal.SIGPIPE, signal.SIGXFSZ) and signal.getsignal(_sig) == signal.SIG_IGN:
+        try:
+            signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT else signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+os.umask(0o022)
+if os.getuid() == 0:
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:
+        pass
 _libc = ctypes.CDLL(None)
 _libc.personality.argtypes = [ctypes.c_ulong]
 _flags = _libc.personality(0xFFFFFFFF)
 _argv = getattr(sys, "orig_argv", None)
-if _argv and _flags != -1 and not _flags & 0x0040000 and _libc.personality(_flags | 0x0040000) != -1:
+if _argv and _flags != -1 and (_fresh or not _flags & 0x0040000) and _libc.personality(_flags | 0x0040000) != -1:
     os.execv(sys.executable, _argv)
 def _take(n):
     data = b""
@@ -204,7 +233,7 @@ def _take(n):
         data += chunk
     return data
 _code = compile(_take(int(_take(16))), "<sandbox>", "exec")
-del _libc, _flags, _argv, _take
+del _libc, _flags, _argv, _take, _stack, _fresh, _which, _sig
 exec(_code)
 """
 
