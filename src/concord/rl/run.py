@@ -235,6 +235,7 @@ def _build_trainer(run: TrainingRun, settings, questions, held_out, dataset, tok
     trainer = ConsensusGRPOTrainer(
         model=str(run.model_dir), args=args, train_dataset=dataset, processing_class=tokenizer,
         consensus_reward=reward, n_train=layout.n_train, callbacks=[monitor],
+        share_prompt_prefix=bool(cfg["share_prompt_prefix"]),
     )
     trainer_ref[0] = trainer
     for cb in (PrinterCallback, ProgressCallback):

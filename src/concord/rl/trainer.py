@@ -33,14 +33,18 @@ from trl.trainer.utils import pad
 from concord.rl.batching import Layout, check_layout, gated_advantages, keep_mask
 from concord.rl.rewards import ConsensusReward
 from concord.rl.settings import compute_dtype
+from concord.rl.shared_prefix import shared_prefix_logps, supports_shared_prefix
 
 log = logging.getLogger(__name__)
 
 
 class ConsensusGRPOTrainer(GRPOTrainer):
-    def __init__(self, *args, consensus_reward: ConsensusReward, n_train: int, **kwargs):
+    def __init__(self, *args, consensus_reward: ConsensusReward, n_train: int, share_prompt_prefix: bool = True,
+                 **kwargs):
         if "reward_funcs" in kwargs:
             raise TypeError("ConsensusGRPOTrainer takes consensus_reward=..., not reward_funcs")
+        #: score each micro-batch's shared prompt once (:mod:`concord.rl.shared_prefix`) where it applies
+        self.share_prompt_prefix = bool(share_prompt_prefix)
         train_args = kwargs.get("args")
         dtype = compute_dtype(train_args)  # the engine generates in the compute dtype, not the master weights'
         with _colocated_vllm(dtype, bool(getattr(train_args, "use_vllm", False)), bool(getattr(train_args, "use_cpu", False))):
@@ -194,6 +198,41 @@ class ConsensusGRPOTrainer(GRPOTrainer):
         # An empty completion has no tokens to be confident about: never the most confident.
         means = torch.where(cm.sum(1) > 0, means, torch.full_like(means, float("-inf")))
         return means.tolist()
+
+    # -- 2b. log-probabilities with each prompt run once ------------------------------------------
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **multimodal):
+        """TRL's scoring pass, with the prompt a micro-batch's rows share run once
+        (:mod:`concord.rl.shared_prefix`) where that is the same function: an unwrapped,
+        unsharded decoder with text-only inputs and no gradient checkpointing. Anything else
+        goes to TRL's own pass."""
+        if not self._shared_prefix_applies(model, input_ids, logits_to_keep, compute_aux_loss, multimodal):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            chunk = slice(start, start + batch_size)
+            lp, ent = shared_prefix_logps(model, input_ids[chunk], attention_mask[chunk], logits_to_keep,
+                                          compute_entropy, self.accelerator.autocast)
+            logps.append(lp)
+            entropies.append(ent)
+        return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+    def _shared_prefix_applies(self, model, input_ids, logits_to_keep, compute_aux_loss, multimodal) -> bool:
+        from accelerate.utils import is_peft_model
+
+        if not self.share_prompt_prefix or compute_aux_loss or any(v is not None for v in multimodal.values()):
+            return False
+        if self.accelerator.num_processes > 1 or self.accelerator.unwrap_model(model) is not model or is_peft_model(model):
+            return False  # DDP, FSDP (which shards in place) and PEFT expect one forward per backward
+        checkpointed = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.2x's name
+        if checkpointed is None:
+            checkpointed = getattr(model, "is_gradient_checkpointing", False)
+        if model.training and (self.args.gradient_checkpointing or checkpointed):
+            return False  # checkpointed layers run without a cache
+        return input_ids.size(1) - logits_to_keep >= 2 and supports_shared_prefix(model)
 
     # -- 3. training subset and gate -------------------------------------------------------------
     def _generate_and_score_completions(self, inputs):
