@@ -135,8 +135,9 @@ class HFEngine:
         full_mask = torch.zeros((n_rows, length + budget), dtype=mask.dtype, device=self.device)
         full_mask[:, :length] = mask.index_select(0, rows)
         next_position = positions[:, -1].index_select(0, rows) + 1
+        with_cache = {cache_keyword(self.model): cache}
         with torch.no_grad():
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **with_cache,
                              cache_position=torch.arange(length, device=self.device), use_cache=True, logits_to_keep=1)
             logits = out.logits[:, -1].index_select(0, rows)
             if len(rows) != ids.shape[0] or not torch.equal(rows, torch.arange(len(rows), device=rows.device)):
@@ -153,7 +154,7 @@ class HFEngine:
                 full_mask[:, length + t] = 1
                 logits = self.model(
                     input_ids=token[:, None], attention_mask=full_mask[:, : length + t + 1],
-                    position_ids=(next_position + t)[:, None], past_key_values=cache,
+                    position_ids=(next_position + t)[:, None], **with_cache,
                     cache_position=torch.tensor([length + t], device=self.device), use_cache=True,
                 ).logits[:, -1]
         return tokens, logprobs
@@ -208,6 +209,15 @@ class HFEngine:
         text, finish = _apply_stop_strings(text, finish, params.stop)
         return Generation(text=text, n_tokens=scored, finish_reason=finish, mean_logprob=mean_logprob(lps),
                           token_logprobs=lps, token_ids=ids[:scored])
+
+
+def cache_keyword(model) -> str:
+    """The keyword under which ``model``'s forward takes a KV cache: transformers 5.x renamed
+    ``past_key_values`` to ``cache`` (the old name warns on every call, and goes in 5.40)."""
+    import inspect
+
+    params = inspect.signature(type(model).forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def _apply_stop_strings(text: str, finish: str, stop: Sequence[str]) -> tuple[str, str]:

@@ -25,22 +25,15 @@ import inspect
 
 import torch
 
-
-def cache_keyword(model) -> str | None:
-    """The name under which ``model``'s forward takes a KV cache (transformers renamed
-    ``past_key_values`` to ``cache`` in 5.x), or None if it takes neither."""
-    params = inspect.signature(type(model).forward).parameters
-    for name in ("cache", "past_key_values"):
-        if name in params:
-            return name
-    return None
+from concord.engines.hf import cache_keyword
 
 
 def supports_shared_prefix(model) -> bool:
     """Whether ``model`` (unwrapped) is a decoder whose default cache is transformers' dynamic one."""
     supports = getattr(type(model), "_supports_default_dynamic_cache", None)
+    params = inspect.signature(type(model).forward).parameters
     return (
-        cache_keyword(model) is not None
+        ("cache" in params or "past_key_values" in params)
         and not getattr(model.config, "is_encoder_decoder", False)
         and callable(supports) and bool(supports())
     )
