@@ -161,7 +161,7 @@ def test_a_tree_from_another_processor_is_named_as_such(tree, monkeypatch):
     report = audit.verify(tree)
     assert report.ok and not report.stale and not report.modified
     assert report.exit_code() == audit.EXIT_OTHER_PROCESSOR
-    assert report.other_processor == {audit._processor_label(other): ["eval/m/bench/core/seed0.json"]}
+    assert report.other_processor == {hardware.processor_label(other): ["eval/m/bench/core/seed0.json"]}
     text = report.format()
     assert "OTHER PROCESSOR: 1 artifact(s) produced on Other CPU 9000" in text and here["cpu_model"] in text
     assert report.to_dict()["other_processor"]

@@ -15,7 +15,9 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 #: The CPU kernels every concord process computes with unless told otherwise: torch's ATen kernels
 #: and MKL's BLAS (MKL's conditional numerical reproducibility branch) at AVX2, on every x86 CPU
@@ -162,12 +164,16 @@ def processor() -> dict:
     }
 
 
-def processor_label() -> str:
-    """One line naming the processor, for figures, logs and the README's measurements."""
-    p = processor()
-    isa = p["torch_cpu_capability"] or ("AVX-512 BF16" if p["native_bf16"] else "?")
-    bf16 = "native bf16" if p["native_bf16"] else "no native bf16"
-    return f"{p['cpu_model']} ({isa}, {bf16})"
+def processor_label(p: Mapping[str, Any] | None = None) -> str:
+    """One line naming a processor (this machine's by default, or one recorded in provenance), for
+    figures, logs, audits and the README's measurements: the CPU, the instruction set torch's kernels
+    used (AVX2 where the reproducibility pin holds them there on an AVX-512 machine), and whether the
+    processor itself has native bf16."""
+    p = processor() if p is None else p
+    name = p.get("cpu_model") or p.get("machine") or "unknown CPU"
+    kernels = p.get("torch_cpu_capability") or "?"
+    bf16 = "native bf16" if p.get("native_bf16") else "no native bf16"
+    return f"{name} (torch kernels {kernels}; processor with {bf16})"
 
 
 def _nvml_gpus() -> tuple[list[str], str | None] | None:

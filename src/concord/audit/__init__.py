@@ -61,7 +61,6 @@ from concord.audit.report import (
     EXIT_UNTRACKED,
     AuditReport,
 )
-from concord.audit.report import _processor_label as _processor_label  # how a report names a processor
 from concord.audit.sidecars import register, register_command, sidecar_targets
 from concord.audit.verification import describe_params_change, verify
 

@@ -3,9 +3,7 @@ and the exit code (:data:`EXIT_CODES`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 EXIT_OK, EXIT_CANNOT_VERIFY, EXIT_STALE, EXIT_MODIFIED, EXIT_UNTRACKED, EXIT_OTHER_PROCESSOR = 0, 2, 3, 4, 5, 6
 EXIT_CODES = {
@@ -84,9 +82,3 @@ class AuditReport:
         if len(rows) > limit:
             rows = rows[:limit] + [f"... {len(rows) - limit} more (--json lists all)"]
         return "\n".join(lines + rows)
-
-
-def _processor_label(p: Mapping[str, Any]) -> str:
-    isa = p.get("torch_cpu_capability") or "?"
-    bf16 = "native bf16" if p.get("native_bf16") else "no native bf16"
-    return f"{p.get('cpu_model') or p.get('machine') or 'unknown CPU'} ({isa}, {bf16})"

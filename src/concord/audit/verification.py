@@ -14,7 +14,7 @@ from concord import hardware, provenance
 from concord.audit.layout import _artifact_files, _relative_to, _resolve_ref
 from concord.audit.manifest import load_manifest
 from concord.audit.planning import Plan, PlannedOutput
-from concord.audit.report import AuditReport, _processor_label
+from concord.audit.report import AuditReport
 
 def _literal(param: str) -> Any:
     try:
@@ -136,7 +136,7 @@ class _Hashes:
 def _check_machines(report: AuditReport, artifacts: Mapping[str, Mapping]) -> None:
     """Name the artifacts made on another processor or with other accelerators than this machine's."""
     here = hardware.processor()
-    report.this_processor = _processor_label(here)
+    report.this_processor = hardware.processor_label(here)
     here_gpus = hardware.accelerators()
     report.these_accelerators = hardware.accelerator_label(here_gpus)
     for rel, entry in artifacts.items():
@@ -147,7 +147,7 @@ def _check_machines(report: AuditReport, artifacts: Mapping[str, Mapping]) -> No
         if recorded is None:
             report.no_processor.append(rel)
         elif recorded != here:
-            report.other_processor.setdefault(_processor_label(recorded), []).append(rel)
+            report.other_processor.setdefault(hardware.processor_label(recorded), []).append(rel)
 
 
 def _input_reasons(entry: Mapping, artifacts: Mapping[str, Mapping], results: Path, work: Path,
