@@ -401,7 +401,7 @@ def test_error_texts_carry_no_address():
     assert all(" at 0x0>" in e and "0x7" not in e for e in errors), errors
 
 
-def _run_unprivileged(request, script: str, timeout: float = 180) -> str:
+def _run_unprivileged(request, script: str, timeout: float = 180, prefix: tuple | list = ()) -> str:
     """The last line ``script`` prints when run as nobody with /usr/bin/python3: the unprivileged
     path (bubblewrap's user namespace; children share the runner's uid there)."""
     python = "/usr/bin/python3"
@@ -420,7 +420,7 @@ def _run_unprivileged(request, script: str, timeout: float = 180) -> str:
     src = str(REPO / "src")
     if not all(os.stat(p).st_mode & 0o005 for p in [src, *map(str, Path(src).parents)]):
         pytest.skip("the checkout is not readable by nobody")
-    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
+    proc = subprocess.run([*prefix, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c",
                            f"PYTHON = {python!r}\n" + script],
                           capture_output=True, text=True, timeout=timeout, cwd="/",
                           env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{src}:{libs}"})
@@ -492,6 +492,61 @@ def test_without_root_the_sandbox_view_is_read_only_for_every_candidate(request)
         "print(outs[1], outs[0] == outs[2], outs[3])\n"
     ))
     assert last == "[] True 42", last
+
+
+_REWRITE_LIMITS = """\
+import os
+done = []
+for path, text in (("memory/memory.memsw.limit_in_bytes", "4294967296"), ("memory/memory.limit_in_bytes", "4294967296"),
+                   ("memory.max", "max"), ("cpu/cpu.cfs_quota_us", "-1"), ("cpu.max", "max"), ("pids/pids.max", "max"),
+                   ("pids.max", "max")):
+    try:
+        fd = os.open("/run/concord-cgroup/" + path, os.O_WRONLY)
+        os.write(fd, text.encode())
+        os.close(fd)
+        done.append(path)
+    except OSError:
+        pass
+print(done)
+"""
+_HOG = "x = bytearray(400 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint('held')"
+
+
+def test_without_root_a_candidate_cannot_rewrite_the_cgroup_it_owns(request):
+    # Without root, where the caller may make cgroups (a delegated subtree; here v1 groups chowned
+    # to nobody), the candidate is the owner of its worker group's control files: it raised its
+    # own memory, CPU and process limits, and they stayed raised for the worker's later
+    # candidates (eighth red team). Each child now detaches the cgroup files once it joined.
+    own = Path("/proc/self/cgroup").read_text()
+    if os.geteuid() != 0 or not all(Path(f"/sys/fs/cgroup/{c}/cgroup.procs").exists()
+                                    for c in ("memory", "pids", "cpu", "cpuacct")):
+        pytest.skip("needs root and cgroup v1 hierarchies for memory, pids, cpu and cpuacct")
+    memory = own.split(":memory:", 1)[1].split("\n", 1)[0] if ":memory:" in own else "/"
+    parents = {"memory": Path("/sys/fs/cgroup/memory") / memory.lstrip("/")}
+    parents.update({c: Path(f"/sys/fs/cgroup/{c}") for c in ("pids", "cpu", "cpuacct")})
+    groups = [parent / f"concord-delegated-{os.getpid()}" for parent in parents.values()]
+
+    def remove():
+        for group in groups:
+            for sub in sorted(group.glob("**/"), key=lambda p: -len(str(p))):
+                try:
+                    sub.rmdir()
+                except OSError:
+                    pass
+
+    request.addfinalizer(remove)
+    for group in groups:
+        group.mkdir()
+        subprocess.run(["chown", "-R", "65534:65534", str(group)], check=True)
+    joined = " && ".join(f"echo $$ > {group}/cgroup.procs" for group in groups)
+    last = _run_unprivileged(request, (
+        "from concord.execution import run_programs, cgroups\n"
+        "assert type(cgroups.worker_cgroup()).__name__ == 'V1WorkerCgroup'\n"
+        f"rows = run_programs([{_REWRITE_LIMITS!r}, {_HOG!r}, 'print(int(input()) * 2)'], ['21'], "
+        "mode='stdin', timeout_s=8, memory_mb=128, workers=1, python=PYTHON)\n"
+        "print(rows[0][0].output, rows[1][0].status, rows[2][0].output)\n"
+    ), prefix=["sh", "-c", joined + ' && exec "$@"', "sh"])
+    assert last == "[] error 42", last
 
 
 def test_each_humaneval_check_starts_from_a_fresh_state():
@@ -862,6 +917,7 @@ def test_outputs_of_every_shape_arrive_exactly_and_cost_the_runner_a_few_copies(
     # The runner sends an output as raw bytes after its event's line: JSON escaped a control
     # character six-fold, and the runner (outside every candidate's memory group) peaked at 25
     # times a 4 MiB output of them (sixth red team).
+    runner._POOL.close_all()  # one idle worker below, whatever earlier tests of this process left
     shapes = ["\x01\x02\x1f\x7f" * 8, '{"k": 0, "status": "ok"}\n\n\\u0041', "\U0001F600 \u00e9 x\ty", "a\r\nb"]
     program = ("import sys\nshapes = " + repr(shapes) + "\n"
                "sys.stdout.write(shapes[int(input())])")

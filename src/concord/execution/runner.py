@@ -149,6 +149,7 @@ class _Worker:
             hello["cgroup_procs"] = self.cgroup.procs(CGROUP_MOUNT)
             hello["child_cgroup_procs"] = self.cgroup.child_procs(CGROUP_MOUNT)
             hello["cpu_usage"] = self.cgroup.cpu_usage(CGROUP_MOUNT)
+            hello["cgroup_mount"] = CGROUP_MOUNT  # detached by every candidate child once it joined
         self._send(hello)
         event = self._next(time.monotonic() + _STARTUP_S)
         if event is None or event.get("event") != "ready":

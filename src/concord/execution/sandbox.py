@@ -90,6 +90,13 @@ class Backend:
         # host-wide (kernel.pty.max), so an empty read-only /dev/pts covers it: no terminals.
         args += ["--dev", "/dev", "--size", "4096", "--tmpfs", "/dev/pts", "--remount-ro", "/dev/pts",
                  "--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/tmp"]
+        if cgroup_binds:
+            # The worker's cgroup directories under one small tmpfs, so that a child detaches them
+            # all with one lazy unmount once it has joined its groups (harness.child._isolate):
+            # without root a candidate owns its group's control files (the caller's uid), and
+            # rewrote its own memory, CPU and process limits, for every later candidate of the
+            # worker too (eighth red team).
+            args += ["--size", "4096", "--tmpfs", CGROUP_MOUNT]
         for host, inside in cgroup_binds or ():
             args += ["--bind", host, inside]
         # Last, once every mount point exists: the root and /dev tmpfs bubblewrap made read-only.
@@ -98,6 +105,8 @@ class Backend:
         # /dev/stdin for later candidates of the worker, and removed the runner's /proc mount
         # point (sixth red team). Children mount their own /tmp and /dev/shm on top as before.
         args += ["--remount-ro", "/dev", "--remount-ro", "/"]
+        if cgroup_binds:
+            args += ["--remount-ro", CGROUP_MOUNT]  # the tmpfs only: the binds in it stay writable
         args += ["--chdir", "/", "--", *interp]
         return args
 

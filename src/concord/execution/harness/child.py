@@ -58,7 +58,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
         except OSError:
             pass
         if isolate and role != "checker":
-            _isolate(job)
+            _isolate(job, hello.get("cgroup_mount"))
         # A session and process group of its own: kill(0, ...) or killpg from candidate code
         # reaches its own processes only, never the runner (which, without root, has its uid).
         os.setsid()
@@ -136,7 +136,7 @@ def _place(targets: dict[int, int]) -> None:
     os.closerange(max(targets) + 1, 1 << 16)
 
 
-def _isolate(job: dict) -> None:
+def _isolate(job: dict, cgroup_mount: str | None = None) -> None:
     _check(_LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
     _check(_LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     size = int(job["tmp_bytes"])
@@ -163,6 +163,13 @@ def _isolate(job: dict) -> None:
     # pipe's; /proc/stat's "processes" went up by exactly one per unit of work: a sender moved
     # them, the next candidate read them). Detached after the sysctls above and the oom score.
     _check(_LIBC.umount2(b"/proc", MNT_DETACH), "detach /proc")
+    # Nor the worker's cgroup control files (joined above, by the child or its zygote): without
+    # root a candidate is their owner (the caller's uid) and rewrote its group's memory, CPU and
+    # process limits, which stayed raised for every later candidate of the worker; as root it
+    # could still read counters that outlive it (peak memory, fail counts, CPU used). One lazy
+    # unmount takes them all (they sit under one tmpfs: sandbox.Backend.argv).
+    if cgroup_mount:
+        _check(_LIBC.umount2(cgroup_mount.encode(), MNT_DETACH), "detach the cgroup files")
 
 
 def _seccomp(program: bytes) -> None:
