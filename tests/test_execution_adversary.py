@@ -938,6 +938,34 @@ def test_outputs_of_every_shape_arrive_exactly_and_cost_the_runner_a_few_copies(
     assert grown_mb < 8 * 4, f"the runner's peak grew {grown_mb:.0f} MB for 4 MiB outputs"
 
 
+def test_the_callers_reading_of_an_output_costs_a_few_times_the_output():
+    # The caller normalises each stdout (LiveCodeBench's stripped lines): one string per line of
+    # a 4 MiB output of short lines, plus a stripped copy each, peaked at 30 times the output in
+    # the caller, per worker thread, which no candidate's group charges (eighth red team).
+    import random
+    import tracemalloc
+
+    from concord.execution.normalize import normalize_stdout
+
+    def reference(text):  # LiveCodeBench's get_stripped_lines, joined
+        return "\n".join(line.strip() for line in text.strip().split("\n"))
+
+    rng = random.Random(0)
+    pieces = ["a", " ", "\n", "\t", "\r", "\u3000", "\x1c", "\u2028", "\x85", "x" * 70000, " " * 70000, "\n" * 3]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert normalize_stdout(text) == reference(text), repr(text[:80])
+    flood = "ab \n" * (1 << 20)
+    assert normalize_stdout(flood) == reference(flood)
+    tracemalloc.start()
+    try:
+        normalize_stdout(flood)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * len(flood), peak
+
+
 def test_what_the_caller_keeps_of_one_programs_outputs_is_bounded():
     # max_output_bytes bounds one input; a candidate printing it on every input (in text Python
     # stores at 4 bytes a character) made the caller keep 348 MB (sixth red team).

@@ -25,8 +25,29 @@ _render = encoder(1 << 62, toggle_digits=False)
 
 
 def normalize_stdout(text: str) -> str:
-    """LiveCodeBench's view of a stdout (``get_stripped_lines``): the stripped text, each line stripped."""
-    return "\n".join(line.strip() for line in text.strip().split("\n"))
+    """LiveCodeBench's view of a stdout (``get_stripped_lines``): the stripped text, each line stripped.
+
+    Done a slice of whole lines at a time (about 64 Ki characters), in C (``split``, ``map``,
+    ``join``): one string per line of a whole 4 MiB output of short lines, a stripped copy of each
+    and the generator's step per line cost this process (which no candidate's group charges)
+    about 30 times the output at its peak, per worker thread (eighth red team); now a few times
+    the output, and a third of the time."""
+    text = text.strip()
+    if "\n" not in text:
+        return text
+    if len(text) <= _SLICE:
+        return "\n".join(map(str.strip, text.split("\n")))
+    parts, start, end = [], 0, len(text)
+    while start < end:
+        cut = text.find("\n", start + _SLICE)  # every slice but the first starts at a newline
+        if cut < 0:
+            cut = end
+        parts.append("\n".join(map(str.strip, text[start:cut].split("\n"))))
+        start = cut
+    return "".join(parts)
+
+
+_SLICE = 1 << 16
 
 
 def normalize_value(value) -> str:
