@@ -966,6 +966,49 @@ def test_the_callers_reading_of_an_output_costs_a_few_times_the_output():
     assert peak < 4 * len(flood), peak
 
 
+def test_a_busy_caller_costs_an_honest_candidate_neither_its_time_nor_its_value(monkeypatch):
+    # The caller reads each result in the worker's thread: beside neighbours whose large values
+    # kept it busy, an honest value was read against the wall clock (the GIL shared with those
+    # threads) and became an error, and the runner, blocked writing the next result to a caller
+    # not reading, counted that wait as the candidate's: 10 of 12 honest inputs were errors or
+    # timeouts beside three such neighbours, none alone (eighth red team).
+    import threading
+
+    from concord.execution import normalize
+
+    value = "[" + ", ".join(["1.5"] * 120000) + "]"
+    t0 = time.thread_time()
+    assert normalize.to_outcome({"status": "ok", "raw": value, "plain": True}, "call", 30.0).status == "ok"
+    alone = time.thread_time() - t0
+    stop = threading.Event()
+
+    def hog():
+        while not stop.is_set():
+            sum(range(1000))
+
+    hogs = [threading.Thread(target=hog) for _ in range(3)]
+    for thread in hogs:
+        thread.start()
+    try:  # the value's reader holds the GIL a quarter of the time: its wall time is 4x its CPU time
+        busy = normalize.to_outcome({"status": "ok", "raw": value, "plain": True}, "call", 2.5 * alone)
+    finally:
+        stop.set()
+        for thread in hogs:
+            thread.join()
+    assert busy.status == "ok", busy
+
+    slow = runner.to_outcome
+
+    def busy_caller(*args, **kwargs):  # the caller away for a second after each result
+        time.sleep(1.0)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "to_outcome", busy_caller)
+    outs = run_programs(["def f(x):\n    return [1.5] * 120000"], ["1", "2", "3", "4"], mode="call", fn_name="f",
+                        timeout_s=0.5, memory_mb=256, workers=1)[0]
+    assert [o.status for o in outs] == ["ok"] * 4, outs
+
+
 def test_what_the_caller_keeps_of_one_programs_outputs_is_bounded():
     # max_output_bytes bounds one input; a candidate printing it on every input (in text Python
     # stores at 4 bytes a character) made the caller keep 348 MB (sixth red team).

@@ -154,8 +154,12 @@ def _atom(m: re.Match) -> tuple:
 
 def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None, max_steps: int = MAX_STEPS) -> tuple:
     """The tree of the plain value ``text`` denotes; :class:`LiteralError` when it denotes none,
-    or when ``deadline`` (``time.monotonic()``) passes first -- the reader of one candidate's
-    value never takes longer than that candidate's own time limit."""
+    or when ``deadline`` (``time.thread_time()``: the reading thread's own CPU time) passes
+    first -- the reader of one candidate's value never works longer than that candidate's own
+    time limit. CPU time of this thread, not wall time: other threads of the caller (reading other
+    candidates' values) and the machine's load must not make an honest value unreadable (beside
+    three neighbours returning values of the same size, 10 of 12 honest values became errors or
+    timeouts; eighth red team)."""
     if not isinstance(text, str):
         raise LiteralError("not text")
     steps = 0
@@ -170,7 +174,7 @@ def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None, 
         steps += 1
         if steps > max_steps:
             raise LiteralTooLarge(f"value too large to read (more than {max_steps} tokens)")
-        if deadline is not None and not steps & 4095 and time.monotonic() > deadline:
+        if deadline is not None and not steps & 4095 and time.thread_time() > deadline:
             raise LiteralTooLarge("value too large to read within its time limit")
         m = (one if stack[-1][0] in ("dict", "root") else many)(text, pos)
         if m is None:
@@ -282,7 +286,7 @@ def canonical(tree: tuple, budget: int | None = None, deadline: float | None = N
         item = todo.pop()
         op = item[0]
         steps += 1
-        if deadline is not None and not steps & 4095 and time.monotonic() > deadline:
+        if deadline is not None and not steps & 4095 and time.thread_time() > deadline:
             raise LiteralTooLarge("value too large to record within its time limit")
         if op == "s":
             out.append(item[1])

@@ -74,7 +74,7 @@ def parse_value(text: str):
 
 def canonical_value(text: str, deadline: float | None = None) -> str | None:
     """The canonical text of the plain value ``text`` denotes, or None when it denotes none (or
-    cannot be read before ``deadline``). Linear in ``text`` and hash-free (see
+    cannot be read before ``deadline``, in ``time.thread_time()``). Linear in ``text`` and hash-free (see
     :mod:`concord.execution.literals`)."""
     try:
         return literals.canonical(literals.parse(text, deadline=deadline), deadline=deadline)
@@ -116,7 +116,7 @@ def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcom
         return Outcome("ok", "passed") if raw == "passed" else Outcome("error", None, "malformed result")
     if event.get("plain") is not True:
         return Outcome("ok", REPR_PREFIX + canonical_addresses(raw))
-    deadline = time.monotonic() + timeout_s if timeout_s else None
+    deadline = time.thread_time() + timeout_s if timeout_s else None  # this thread's CPU time (literals.parse)
     try:
         text = literals.canonical(literals.parse(raw, deadline=deadline), deadline=deadline)
     except literals.LiteralTooLarge as exc:
