@@ -50,6 +50,13 @@ threat a candidate program poses:
   sized for 64 KiB then blocked for good), and a candidate elsewhere reads its own pipe's size:
   a channel, measured. Nothing else of the harness or of a program that runs under the reference
   harnesses needs ``mknod`` (files are made with ``open``);
+* ``epoll_create``, ``epoll_create1`` (EPERM): *a host-wide limit per user*. Every watch counts
+  towards ``fs.epoll.max_user_watches`` of its uid, host-wide, and is kernel memory RLIMIT_AS does
+  not count: without root a candidate is the caller's uid, and three candidates of 8 processes
+  (500 eventfds and 500 epoll instances each) took all 5.5 million watches, after which the
+  caller's own epoll failed and a concurrent ``run_programs`` raised ``OSError(ENOSPC)`` starting a
+  worker (eighth red team). No candidate needs epoll: it has no socket and no pipe to wait on
+  (``select`` and ``poll`` keep no state in the kernel and still work);
 * ``preadv2``/``pwritev2`` (ENOSYS, so libc falls back to ``preadv``/``pwritev`` when no flag is
   given and a flag such as ``RWF_NOWAIT`` fails), ``mincore``, ``cachestat`` (EPERM),
   ``fadvise64`` (succeeds without effect: it is advice), ``madvise`` with ``MADV_COLD`` or
@@ -84,6 +91,7 @@ REFUSED = (
     "lookup_dcookie", "vhangup", "iopl", "ioperm", "socket", "socketpair", "flock", "inotify_init",
     "inotify_init1", "inotify_add_watch", "mincore", "cachestat",
     "pipe", "pipe2", "mq_open", "io_setup", "shmget", "pidfd_open", "mknod", "mknodat",
+    "epoll_create", "epoll_create1",
 )
 CLONE_PIDFD = 0x00001000
 ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")  # libc falls back to the older call (clone, preadv, pwritev)
