@@ -301,6 +301,27 @@ def test_channel_primitives_on_shared_objects_are_refused():
     assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
 
 
+_TIMERS = """\
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+timer = ctypes.c_void_p()
+n = 0
+while n < 200000 and libc.timer_create(1, None, ctypes.byref(timer)) == 0:
+    n += 1
+print(n)
+"""
+
+
+def test_queued_signals_and_timers_are_bounded_per_candidate():
+    # Each POSIX timer holds a queued signal in reserve: kernel memory the rlimit fallback does not
+    # bound, counted per user host-wide; without root every candidate is the caller's uid, and two
+    # candidates took 120,000, so a concurrent honest candidate's one timer_create failed (eighth
+    # red team). RLIMIT_SIGPENDING is now 1024 per candidate.
+    rows = run_programs([_TIMERS, HONEST_STDIN], ["1 2"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=2)
+    assert rows[0][0].status == "ok" and 1000 <= int(rows[0][0].output) <= 1024, rows[0]
+    assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
+
+
 def test_a_candidate_sees_no_network_state_of_anyone():
     # Without sockets there is nothing to leave in the worker's network namespace for the next
     # one, and without /proc nothing of it (the trusted side's unix sockets) to read.
