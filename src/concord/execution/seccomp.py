@@ -43,6 +43,10 @@ threat a candidate program poses:
   to the runner are made before its filter, by the trusted side; a program that wants a
   subprocess or a pipe has neither anyway (the reliability guard takes ``subprocess.Popen``
   and ``os.fork``);
+* ``fcntl`` ``F_SETPIPE_SZ`` (EPERM): *the same quota through the pipes a child inherits*. Its
+  stdout and stderr to the runner are pipes the caller's uid owns (without root): 34 candidates at
+  once, each enlarging both (1 MiB, then what was left), put that uid over the soft limit, and
+  the caller's new pipes got 2 pages instead of 16 while they ran (eighth red team);
 * ``mknod``, ``mknodat`` (EPERM): *a FIFO is a pipe made by name*. Its buffers count towards
   the pipe memory of its owner's uid, which the kernel limits host-wide: without root a
   candidate shares the caller's uid, and a few enlarged FIFOs put that uid over the soft limit,
@@ -96,8 +100,8 @@ REFUSED = (
 CLONE_PIDFD = 0x00001000
 ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")  # libc falls back to the older call (clone, preadv, pwritev)
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
-# F_GETLEASE, F_NOTIFY
-FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
+# F_GETLEASE, F_NOTIFY, F_SETPIPE_SZ
+FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026, 1031)
 MADVISE_REFUSED = (20, 21)  # MADV_COLD, MADV_PAGEOUT: push pages out of memory, the page cache too
 _SYSCALL_NUMBERS = {"x86_64": {"cachestat": 451}, "aarch64": {"cachestat": 451}}  # newer than some libseccomps
 
