@@ -418,6 +418,18 @@ def test_identity_hashed_orders_and_ids_repeat_whatever_ran_before():
     assert sorted(first[0][0].output.split()[0]) == sorted("abcdefghijklmnopp")
 
 
+def test_an_honest_output_naming_a_small_hex_number_is_graded_as_written():
+    # Addresses are written as 0x0 in recorded outputs; the expected output is compared as it is,
+    # so only what CPython writes for an address (8 to 16 lower-case digits) may be rewritten:
+    # "Found at 0x1F, done" was recorded as "Found at 0x0, done" and graded wrong (eighth red team).
+    from concord.execution.compare import outputs_match
+    from concord.execution.normalize import canonical_addresses
+
+    out = _alone("print('Found at 0x1F, done')", [""], "stdin")[0]
+    assert out.output == "Found at 0x1F, done" and outputs_match("Found at 0x1F, done", out.output, "stdin")
+    assert canonical_addresses("<object object at 0x7ffff7654321>") == "<object object at 0x0>"
+
+
 def test_error_texts_carry_no_address():
     rows = run_programs(["raise ValueError(object())", "def f(x):\n    raise KeyError(f)\n"], ["1"], mode="call",
                         fn_name="f", timeout_s=5.0, memory_mb=256, workers=1)

@@ -85,7 +85,11 @@ def canonical_value(text: str, deadline: float | None = None) -> str | None:
 # CPython's reprs name an object's address: ``<generator object f at 0x7fd869a275a0>``, and with
 # more after it, ``<cell at 0x...: int object at 0x...>``, ``<code object f at 0x..., file ...>``,
 # ``<frame at 0x..., file ...>``, ``<weakref at 0x...; to 'A' at 0x...>``.
-_ADDRESS = re.compile(r"(?<= at )0x[0-9a-fA-F]{1,16}(?=[>:,;])")
+# Only what CPython's ``%p`` writes for a user-space address: lower-case, 8 to 16 digits (with
+# address randomisation off they start 0x5555... or 0x7fff...). Any " at 0x..." was rewritten
+# before, and the expected output is not: an honest "Found at 0x1F, done" was graded wrong
+# (eighth red team).
+_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{8,16}(?=[>:,;])")
 
 
 def canonical_addresses(text: str) -> str:
