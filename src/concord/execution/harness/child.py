@@ -15,6 +15,7 @@ import json
 import os
 import random
 import resource
+import sys
 
 from concord.execution.harness.base import (
     _LIBC,
@@ -77,6 +78,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
         _check(_LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if isolate and hello.get("seccomp"):
             _seccomp(bytes.fromhex(hello["seccomp"]))
+            _select_without_epoll()
         # fds: stdout/stderr (+ the check's request/reply pipes, or the solution's request pipe as stdin)
         if role == "solution":
             out, errfd, stdin = pipes
@@ -171,6 +173,15 @@ def _isolate(job: dict, cgroup_mount: str | None = None) -> None:
     # unmount takes them all (they sit under one tmpfs: sandbox.Backend.argv).
     if cgroup_mount:
         _check(_LIBC.umount2(cgroup_mount.encode(), MNT_DETACH), "detach the cgroup files")
+
+
+def _select_without_epoll() -> None:
+    """``selectors.DefaultSelector`` is poll where seccomp refuses epoll (seccomp.py), as on a system
+    without epoll. ``selectors`` chose epoll when the zygote imported it (``subprocess`` does); one
+    imported later by the candidate finds epoll refused and chooses poll by itself."""
+    selectors = sys.modules.get("selectors")
+    if selectors is not None:
+        selectors.DefaultSelector = selectors.PollSelector
 
 
 def _seccomp(program: bytes) -> None:
