@@ -121,6 +121,64 @@ def test_output_floods_cost_the_runner_no_step_per_line():
     assert elapsed < 60
 
 
+def _cpu_of_descendants(baseline: dict | None = None) -> dict:
+    """CPU seconds (user + system) of every live descendant of this process, by pid, less
+    ``baseline``'s figure for the same pid."""
+    tck = os.sysconf("SC_CLK_TCK")
+    family, cpu = {os.getpid()}, {}
+    for name in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) in family:
+            family.add(int(name))
+            cpu[int(name)] = (int(fields[11]) + int(fields[12])) / tck - (baseline or {}).get(int(name), 0.0)
+    return cpu
+
+
+def _cpu_of_one_call(programs: list[str], inputs: list[str], **kw) -> tuple[list, float]:
+    """The call's rows, and the CPU its sandbox's processes spent (runner, zygotes, children),
+    sampled every 20 ms while it ran."""
+    import threading
+
+    baseline, peak, done = _cpu_of_descendants(), {}, threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for pid, seconds in _cpu_of_descendants(baseline).items():
+                peak[pid] = max(peak.get(pid, 0.0), seconds)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        rows = run_programs(programs, inputs, **kw)
+    finally:
+        done.set()
+        sampler.join()
+    return rows, sum(peak.values())
+
+
+@pytest.mark.parametrize("packets", [False, True], ids=["bytes", "o_direct_packets"])
+def test_the_runners_work_on_a_candidates_output_counts_against_its_time(packets):
+    # One byte per write (or one packet per byte: O_DIRECT makes each read return one write):
+    # the runner read, framed and forwarded about as much CPU's worth as the candidate spent
+    # writing, outside the candidate's group: 2 s of candidate and 2 s of runner under
+    # timeout_s=2 (ninth red team). The runner's own CPU now counts on the unit's clock. (Packets
+    # keep the candidate waiting on a full pipe, so its wall time bounded the runner before too.)
+    setup = ("import fcntl, os\nfcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_DIRECT)\n"
+             if packets else "")
+    flood = setup + "import posix\nfor _ in range(10 ** 8):\n    posix.write(1, b'x')"
+    timeout = 2.0
+    rows, spent = _cpu_of_one_call([flood, HONEST_STDIN], STDIN_INPUTS[:1], mode="stdin", timeout_s=timeout,
+                                   memory_mb=256, workers=1)
+    assert rows[0][0].status == "timeout", rows[0]
+    assert rows[1] == _alone(HONEST_STDIN, STDIN_INPUTS[:1], "stdin")
+    # the unit's timeout, plus the sandbox's start-up and the honest neighbour
+    assert spent < 1.4 * timeout + 0.4, spent
+
+
 def test_memory_fills_outside_the_heap_kill_only_the_candidate():
     # Pipe buffers, socket buffers, tmpfs and heap together: the kernel charges them to the
     # candidate's memory group, which holds no runner or zygote; the next jobs on the same

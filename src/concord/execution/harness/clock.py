@@ -49,6 +49,11 @@ class _Clock:
     """How much of ``timeout`` the current unit of work has used: the larger of its CPU time and
     its wall-clock time less the time its processes waited for a CPU; plus a wall-clock backstop.
 
+    Its CPU time includes the runner's own since the unit's clock started: the runner reads,
+    frames and forwards what the candidate writes, work the candidate decides. A candidate writing
+    one byte at a time (or in packets, ``O_DIRECT``) made the runner spend about as much CPU as
+    itself outside its group, so a unit took two CPUs for its one ``timeout`` (ninth red team).
+
     CPU time comes from the worker's candidate cgroup when there is one (everything the candidate
     started), else from ``/proc/<pid>/stat`` of the candidate's processes. The ``/proc`` files of
     the unit's processes are opened once, when the clock is made: they stay the files of those
@@ -68,6 +73,7 @@ class _Clock:
 
     def restart(self) -> None:
         self.t0 = time.monotonic()
+        self.own0 = time.process_time()  # the runner is single-threaded: its process is this unit's reader
         self.cpu0 = self.cpu()
         self.wait0 = self.waited()
 
@@ -118,7 +124,7 @@ class _Clock:
         if backstop <= 0:
             return 0.0, f"exceeded {self.timeout:g} s ({WALL_BACKSTOP:g}x wall-clock backstop)"
         waited = min(max(self.waited() - self.wait0, 0.0), wall)
-        cpu = self.cpu() - self.cpu0
+        cpu = self.cpu() - self.cpu0 + (time.process_time() - self.own0)
         used = max(cpu, wall - waited)
         if used >= self.timeout:
             return 0.0, f"exceeded {self.timeout:g} s"
