@@ -165,7 +165,7 @@ def test_the_runners_work_on_a_candidates_output_counts_against_its_time(packets
     # One byte per write (or one packet per byte: O_DIRECT makes each read return one write):
     # the runner read, framed and forwarded about as much CPU's worth as the candidate spent
     # writing, outside the candidate's group: 2 s of candidate and 2 s of runner under
-    # timeout_s=2 (ninth red team). The runner's own CPU now counts on the unit's clock. (Packets
+    # timeout_s=2 (measured). The runner's own CPU now counts on the unit's clock. (Packets
     # keep the candidate waiting on a full pipe, so its wall time bounded the runner before too.)
     setup = ("import fcntl, os\nfcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_DIRECT)\n"
              if packets else "")

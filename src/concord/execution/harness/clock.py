@@ -52,7 +52,8 @@ class _Clock:
     Its CPU time includes the runner's own since the unit's clock started: the runner reads,
     frames and forwards what the candidate writes, work the candidate decides. A candidate writing
     one byte at a time (or in packets, ``O_DIRECT``) made the runner spend about as much CPU as
-    itself outside its group, so a unit took two CPUs for its one ``timeout`` (ninth red team).
+    itself outside its group, so a unit took two CPUs for its one ``timeout`` (measured after the
+    eighth red team).
 
     CPU time comes from the worker's candidate cgroup when there is one (everything the candidate
     started), else from ``/proc/<pid>/stat`` of the candidate's processes. The ``/proc`` files of
