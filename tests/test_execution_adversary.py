@@ -1034,6 +1034,38 @@ def test_outputs_of_every_shape_arrive_exactly_and_cost_the_runner_a_few_copies(
     assert grown_mb < 8 * 4, f"the runner's peak grew {grown_mb:.0f} MB for 4 MiB outputs"
 
 
+def test_the_callers_reading_of_a_returned_set_costs_a_few_times_its_text():
+    # A set is recorded sorted by its elements' texts: one string per element of the whole set
+    # (about 50 bytes each, plus list slots) peaked at 13 times the text of a set of 7-digit
+    # integers, and at 22 times one of forged repeats, in the caller, per worker thread.
+    # Elements are now sorted in chunks held as one text each and merged a slice at a time.
+    import random
+    import tracemalloc
+
+    from concord.execution import literals
+
+    rng = random.Random(0)
+    values = [str(v) for v in rng.sample(range(10**6, 10**7), 120_000)]
+    text = "{" + ", ".join(values) + "}"
+    forged = "{" + ", ".join(["10"] * 250_000) + "}"  # repeats the encoder never writes
+    for value, expected in ((text, "{" + ", ".join(sorted(values)) + "}"), (forged, "{10}")):
+        tracemalloc.start()
+        try:
+            assert literals.canonical(literals.parse(value)) == expected
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 5 * len(value), (peak, len(value))
+    # runs, single elements (tuples, escaped strings) and repeats across chunks merge as one sorted set
+    mixed = [f"({v}, 'a')" if i % 7 == 0 else (repr(f"s\\n{v}") if i % 11 == 0 else v) for i, v in enumerate(values[:9000])]
+    mixed += mixed[:3000]
+    rng.shuffle(mixed)
+    body = ", ".join(mixed)
+    assert literals.canonical(literals.parse("{" + body + "}")) == "{" + ", ".join(sorted(set(mixed))) + "}"
+    assert literals.canonical(literals.parse("frozenset({" + body + "})")) == \
+        "frozenset({" + ", ".join(sorted(set(mixed))) + "})"
+
+
 def test_the_callers_reading_of_an_output_costs_a_few_times_the_output():
     # The caller normalises each stdout (LiveCodeBench's stripped lines): one string per line of
     # a 4 MiB output of short lines, plus a stripped copy each, peaked at 30 times the output in
