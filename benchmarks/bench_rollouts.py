@@ -53,18 +53,6 @@ for _key, _value in {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_CI_ENV": "1", "VLL
     os.environ.setdefault(_key, _value)
 
 
-def load() -> str:
-    return "load %.2f/%.2f/%.2f" % os.getloadavg()
-
-
-def default_model(out: Path) -> Path:
-    from concord.models import convert_gguf, smollm2_gguf_path
-
-    if (out / "config.json").is_file():
-        return out
-    return convert_gguf(smollm2_gguf_path(), out)
-
-
 def workload(n_questions: int | None):
     import yaml
 
@@ -189,7 +177,8 @@ def main(argv=None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from concord.engines.base import SamplingParams
-    from concord.hardware import processor_label, resolve_dtype
+    from concord.hardware import load_label, processor_label, resolve_dtype
+    from concord.models import converted_smollm2
 
     torch.set_num_threads(args.threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
@@ -197,7 +186,7 @@ def main(argv=None) -> int:
     if "vllm" in engines and importlib.util.find_spec("vllm") is None:
         print("vllm is not installed in this env: HF rows only (bash scripts/setup_vllm.sh; .venv-vllm/bin/python)")
         engines = [e for e in engines if e != "vllm"]
-    model_dir = args.model or default_model(REPO / "benchmarks" / "out" / "smollm2-135m")
+    model_dir = args.model or converted_smollm2(REPO / "benchmarks" / "out" / "smollm2-135m")
     conversations, rollouts, engine_cfg = workload(args.questions)
     params = SamplingParams(n=int(rollouts["n"]), temperature=float(rollouts["temperature"]),
                             top_p=float(rollouts["top_p"]), max_new_tokens=int(rollouts["max_new_tokens"]), seed=0)
@@ -212,7 +201,7 @@ def main(argv=None) -> int:
     rows = []
     for engine_name in engines:
         for dtype in [d for d in args.dtypes.split(",") if d]:
-            before = load()
+            before = load_label()
             t = time.time()
             engine = build_engine(engine_name, model_dir, dtype, batch_size, max_model_len=1024)
             build_s = time.time() - t
@@ -240,7 +229,7 @@ def main(argv=None) -> int:
                    "gflops_median": statistics.median(gflops), "matmul_gflops": peak,
                    "gflops_ratio": statistics.median(gflops) / peak, "batch_rows": rows_per_batch,
                    "conf_err_mean": mean, "conf_err_ci95": [lo, hi], "conf_err_max": max(errors),
-                   "rollouts": len(errors), "load_before": before, "load_after": load()}
+                   "rollouts": len(errors), "load_before": before, "load_after": load_label()}
             rows.append(row)
             print(f"{engine_name:>4} {dtype:>8}: {row['tokens_per_s_median']:7.1f} tokens/s (range "
                   f"{row['tokens_per_s_min']:.1f}-{row['tokens_per_s_max']:.1f}, {args.repeats} calls); {row['gflops_median']:.1f} GFLOPS "

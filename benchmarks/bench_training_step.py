@@ -33,18 +33,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def load() -> str:
-    return "load %.2f/%.2f/%.2f" % os.getloadavg()
-
-
-def default_model(out: Path) -> Path:
-    from concord.models import convert_gguf, smollm2_gguf_path
-
-    if (out / "config.json").is_file():
-        return out
-    return convert_gguf(smollm2_gguf_path(), out)
-
-
 def micro_batch(tokenizer, vocab: int):
     """(input_ids, attention_mask, completion length, temperature) of the default's micro-batch."""
     import torch
@@ -93,12 +81,13 @@ def main(argv=None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl.trainer.utils import add_fused_lm_head
 
-    from concord.hardware import processor_label
+    from concord.hardware import load_label, processor_label
+    from concord.models import converted_smollm2
 
     torch.set_num_threads(args.threads)
-    model_dir = args.model or default_model(REPO / "benchmarks" / "out" / "smollm2-135m")
+    model_dir = args.model or converted_smollm2(REPO / "benchmarks" / "out" / "smollm2-135m")
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    print(f"{processor_label()}; {args.threads} thread(s); {load()}", flush=True)
+    print(f"{processor_label()}; {args.threads} thread(s); {load_label()}", flush=True)
     for dtype in args.dtypes.split(","):
         model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=getattr(torch, dtype))
         ids, mask, keep, temperature = micro_batch(tokenizer, model.config.vocab_size)
@@ -120,7 +109,7 @@ def main(argv=None) -> int:
               f"forward+backward TRL's pass {full:.3f} s ({min(times[False]):.3f}-{max(times[False]):.3f}), "
               f"shared prompt {ours:.3f} s ({min(times[True]):.3f}-{max(times[True]):.3f}): {full / ours:.2f}x; "
               f"max |d log-prob| {dlogp:.2e} nats, gradient {dgrad:.1e} relative", flush=True)
-    print(load())
+    print(load_label())
     return 0
 
 

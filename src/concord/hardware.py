@@ -272,3 +272,8 @@ def accelerator_label(a: dict) -> str:
         return "no GPU"
     names = sorted(set(a["gpus"]))
     return f"{a['gpu_count']} x {', '.join(names)} (CUDA {a.get('cuda')}, driver {a.get('driver')})"
+
+
+def load_label() -> str:
+    """The machine's load averages (1, 5, 15 minutes), printed beside every benchmark figure."""
+    return "load %.2f/%.2f/%.2f" % os.getloadavg()

@@ -161,6 +161,15 @@ def convert_gguf(gguf_file: str | os.PathLike, out_dir: str | os.PathLike) -> Pa
     return out_dir
 
 
+def converted_smollm2(out_dir: str | os.PathLike) -> Path:
+    """The packaged SmolLM2 GGUF as a safetensors model directory at ``out_dir``, converted on
+    first use and reused after (benchmarks' default model)."""
+    out_dir = Path(out_dir)
+    if (out_dir / "config.json").is_file():
+        return out_dir
+    return convert_gguf(smollm2_gguf_path(), out_dir)
+
+
 def build_tiny_model(out_dir: str | os.PathLike, seed: int = 0, tokenizer_from: str | os.PathLike | None = None) -> Path:
     """A tiny randomly initialised Llama with a real chat tokenizer, for tests (seconds on CPU).
 
