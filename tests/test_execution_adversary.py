@@ -1126,14 +1126,17 @@ def test_a_busy_caller_costs_an_honest_candidate_neither_its_time_nor_its_value(
     assert busy.status == "ok", busy
 
     slow = runner.to_outcome
+    # the limit leaves the reading of the value (0.35 s here) room on a slower processor too;
+    # the caller stays away twice the limit after each result
+    limit = max(0.5, 3 * alone)
 
-    def busy_caller(*args, **kwargs):  # the caller away for a second after each result
-        time.sleep(1.0)
+    def busy_caller(*args, **kwargs):
+        time.sleep(2 * limit)
         return slow(*args, **kwargs)
 
     monkeypatch.setattr(runner, "to_outcome", busy_caller)
     outs = run_programs(["def f(x):\n    return [1.5] * 120000"], ["1", "2", "3", "4"], mode="call", fn_name="f",
-                        timeout_s=0.5, memory_mb=256, workers=1)[0]
+                        timeout_s=limit, memory_mb=256, workers=1)[0]
     assert [o.status for o in outs] == ["ok"] * 4, outs
 
 
