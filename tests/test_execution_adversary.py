@@ -1115,3 +1115,47 @@ def test_nothing_of_the_callers_process_state_reaches_a_candidate():
     plain, altered = _caller(False), _caller(True)
     assert plain == altered
     assert "('ok', '0o644 [] False 0 True 0x" in plain, plain
+
+
+# A futex on a page of a file is keyed by the file and offset, not by process: every candidate
+# maps the same libc, so FUTEX_WAIT on libc's text in one candidate was woken by FUTEX_WAKE in
+# another running on another worker (ninth red team). Shared futex operations are refused.
+_FUTEX = ("import ctypes, time, errno\n"
+          "libc = ctypes.CDLL(None, use_errno=True)\n"
+          "libc.syscall.restype = ctypes.c_long\n"
+          "addr = (ctypes.cast(libc.printf, ctypes.c_void_p).value & ~4095) + 64\n"
+          "val = ctypes.c_uint32.from_address(addr).value\n"
+          "class TS(ctypes.Structure):\n    _fields_ = [('s', ctypes.c_long), ('ns', ctypes.c_long)]\n")
+_FUTEX_RECEIVER = _FUTEX + (
+    "def f(x):\n"
+    "    r = libc.syscall(202, ctypes.c_void_p(addr), 0, ctypes.c_uint32(val), ctypes.byref(TS(3, 0)), None, 0)\n"
+    "    e = ctypes.get_errno()\n"
+    "    return 'woken' if r == 0 else ('timed out' if e == errno.ETIMEDOUT else 'refused')\n")
+_FUTEX_SENDER = _FUTEX + (
+    "def f(x):\n"
+    "    woke, end = 0, time.time() + 2.5\n"
+    "    while time.time() < end:\n"
+    "        r = libc.syscall(202, ctypes.c_void_p(addr), 1, 1, None, None, 0)\n"
+    "        if r < 0:\n            return 'refused'\n"
+    "        woke += r\n"
+    "        time.sleep(0.001)\n"
+    "    return woke\n")
+_THREADS = ("import threading\n"
+            "def f(x):\n"
+            "    lock, out = threading.Condition(), []\n"
+            "    def work(i):\n        with lock:\n            out.append(i * x)\n            lock.notify_all()\n"
+            "    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]\n"
+            "    [t.start() for t in ts]\n    [t.join() for t in ts]\n"
+            "    return sorted(out)\n")
+
+
+def test_no_futex_is_shared_between_candidates(request):
+    rows = run_programs([_FUTEX_RECEIVER, _FUTEX_SENDER, _THREADS], ["1"], mode="call", fn_name="f",
+                        timeout_s=6.0, memory_mb=256, workers=3)
+    assert [row[0].output for row in rows] == ["'refused'", "'refused'", "[0, 1, 2, 3, 4, 5, 6, 7]"], rows
+    last = _run_unprivileged(request, (
+        "from concord.execution import run_programs\n"
+        f"rows = run_programs([{_FUTEX_RECEIVER!r}, {_FUTEX_SENDER!r}], ['1'], mode='call', fn_name='f', "
+        "timeout_s=6, memory_mb=256, workers=2, python=PYTHON)\n"
+        "print([row[0].output for row in rows])\n"))
+    assert last == "[\"'refused'\", \"'refused'\"]", last
