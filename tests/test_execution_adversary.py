@@ -1159,3 +1159,25 @@ def test_no_futex_is_shared_between_candidates(request):
         "timeout_s=6, memory_mb=256, workers=2, python=PYTHON)\n"
         "print([row[0].output for row in rows])\n"))
     assert last == "[\"'refused'\", \"'refused'\"]", last
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_stderr_past_what_is_read_is_drained_at_a_bounded_cost_to_the_runner():
+    # Past the 1 MiB read, stderr is drained unread so an honest writer never blocks for good
+    # (test_debug_output_to_stderr_of_any_size_does_not_change_the_grade); a writer of 1-byte
+    # chunks then woke the runner per write: 0.88 s of its CPU in 2 s (ninth red team). It is
+    # drained at most once per 2 ms.
+    runner._POOL.close_all()
+    assert run_programs(["print(1)"], [""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0].output == "1"
+    (pid,) = _runners()
+    before = _cpu_s(pid)
+    flood = ("import os, time\ndef f(x):\n    os.write(2, b'x' * (1 << 21))\n    end = time.time() + 2\n"
+             "    while time.time() < end:\n        os.write(2, b'x')\n    return 1\n")
+    rows = run_programs([flood], ["1"], mode="call", fn_name="f", timeout_s=5.0, memory_mb=256, workers=1)
+    (pid_after,) = _runners()
+    assert pid_after == pid and rows[0][0].output == "1", rows
+    assert _cpu_s(pid) - before < 0.3
