@@ -1181,3 +1181,17 @@ def test_stderr_past_what_is_read_is_drained_at_a_bounded_cost_to_the_runner():
     (pid_after,) = _runners()
     assert pid_after == pid and rows[0][0].output == "1", rows
     assert _cpu_s(pid) - before < 0.3
+
+
+def test_a_check_reaching_the_servers_builtins_through_a_frame_changes_no_later_check():
+    # run_checks' checks may be generated (SC-MoA's tests): a check with no import, attribute
+    # write or underscore reached the server's built-ins through a generator's frame and made
+    # `all` always true, and a later candidate's wrong solution passed (ninth red team).
+    from concord.execution import run_checks
+
+    hostile = ("def check(candidate):\n    b = (x for x in [1]).gi_frame.f_builtins\n"
+               "    b['all'] = lambda *a: True\n\ncheck(f)\n")
+    victim = "def check(candidate):\n    assert all([candidate(1) == 2, candidate(2) == 4])\n\ncheck(f)\n"
+    wrong, right = "def f(x):\n    return 0\n", "def f(x):\n    return 2 * x\n"
+    out = run_checks([(right, hostile), (wrong, victim), (right, victim)], timeout_s=5.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "error", "ok"], out
