@@ -1195,3 +1195,18 @@ def test_a_check_reaching_the_servers_builtins_through_a_frame_changes_no_later_
     wrong, right = "def f(x):\n    return 0\n", "def f(x):\n    return 2 * x\n"
     out = run_checks([(right, hostile), (wrong, victim), (right, victim)], timeout_s=5.0, memory_mb=256, workers=1)
     assert [o.status for o in out] == ["ok", "error", "ok"], out
+
+
+def test_a_module_handed_to_a_check_in_the_server_changes_no_later_check():
+    # The entry point may be a module the solution bound (`import builtins as f`): a check with
+    # no import, attribute write or underscore runs in the server and called into it, replacing
+    # `all` in the server's built-ins; a module already loaded did not end the server, and a later
+    # candidate's wrong solution passed (ninth red team).
+    from concord.execution import run_checks
+
+    hostile = "def check(candidate):\n    candidate.vars(candidate)['all'] = lambda *a: True\n\ncheck(f)\n"
+    victim = "def check(candidate):\n    assert all([candidate(1) == 2, candidate(2) == 4])\n\ncheck(f)\n"
+    wrong, right = "def f(x):\n    return 0\n", "def f(x):\n    return 2 * x\n"
+    out = run_checks([("import builtins as f\n", hostile), (wrong, victim), (right, victim)], timeout_s=5.0,
+                     memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "error", "ok"], out
