@@ -75,6 +75,16 @@ def test_stdin_follows_livecodebench_quirks():
     assert rows[2][0].output == "seen"
 
 
+def test_debug_output_to_stderr_of_any_size_does_not_change_the_grade():
+    # LiveCodeBench neither captures nor grades stderr. The runner kept reading it up to 1 MiB,
+    # then stopped: a program with 3 MB of debug prints blocked on the full pipe and its right
+    # answer was a timeout (ninth red team). Past what is kept, stderr is drained unread.
+    debug = ("import sys\na, b = map(int, input().split())\nfor i in range(30000):\n"
+             "    print('debug line', i, 'x' * 80, file=sys.stderr)\nprint(a + b)\n")
+    rows = run_programs([debug], ["1 2", "3 4"], mode="stdin", timeout_s=3.0, memory_mb=256, workers=1)
+    assert [(o.status, o.output) for o in rows[0]] == [("ok", "3"), ("ok", "7")]
+
+
 def test_stdin_errors_and_syntax_errors_are_per_candidate():
     rows = run_programs(["x = 1/0", "def (", "print(input())"], ["7"], mode="stdin", **RUN)
     assert statuses(rows) == [["error"], ["error"], ["ok"]]

@@ -983,12 +983,16 @@ def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_
     every = "def check(candidate):\n    assert all(map(lambda x: candidate(x) == x, [1, 2, 3]))\n"
     catches = ("def check(candidate):\n    try:\n        candidate(1)\n    except ValueError:\n        return\n"
                "    assert False\n")
-    pairs = [(fake_stop, every), (own_value_error, catches)]
+    # A built-in whose constructor takes five arguments (ninth red team: it became an exception
+    # of the sandbox's own, which `except ValueError` did not catch).
+    unicode_error = "def f(x):\n    return b'\\xff'.decode('ascii')\n"
+    catches_unicode = catches.replace("except ValueError", "except UnicodeDecodeError")
+    pairs = [(fake_stop, every), (own_value_error, catches), (unicode_error, catches), (unicode_error, catches_unicode)]
     ours = run_checks([(solution, test + "check(f)\n") for solution, test in pairs], timeout_s=5.0, memory_mb=256,
                       workers=1)
     reference = [check_correctness({"task_id": "t", "prompt": "", "test": test, "entry_point": "f"}, solution,
                                    5.0)["passed"] for solution, test in pairs]
-    assert reference == [False, True]
+    assert reference == [False, True, True, True]
     assert [o.status == "ok" for o in ours] == reference, ours
 
 
@@ -1204,3 +1208,98 @@ def test_nothing_of_the_callers_process_state_reaches_a_candidate():
     plain, altered = _caller(False), _caller(True)
     assert plain == altered
     assert "('ok', '0o644 [] False 0 True 0x" in plain, plain
+
+
+# A futex on a page of a file is keyed by the file and offset, not by process: every candidate
+# maps the same libc, so FUTEX_WAIT on libc's text in one candidate was woken by FUTEX_WAKE in
+# another running on another worker (ninth red team). Shared futex operations are refused.
+_FUTEX = ("import ctypes, time, errno\n"
+          "libc = ctypes.CDLL(None, use_errno=True)\n"
+          "libc.syscall.restype = ctypes.c_long\n"
+          "addr = (ctypes.cast(libc.printf, ctypes.c_void_p).value & ~4095) + 64\n"
+          "val = ctypes.c_uint32.from_address(addr).value\n"
+          "class TS(ctypes.Structure):\n    _fields_ = [('s', ctypes.c_long), ('ns', ctypes.c_long)]\n")
+_FUTEX_RECEIVER = _FUTEX + (
+    "def f(x):\n"
+    "    r = libc.syscall(202, ctypes.c_void_p(addr), 0, ctypes.c_uint32(val), ctypes.byref(TS(3, 0)), None, 0)\n"
+    "    e = ctypes.get_errno()\n"
+    "    return 'woken' if r == 0 else ('timed out' if e == errno.ETIMEDOUT else 'refused')\n")
+_FUTEX_SENDER = _FUTEX + (
+    "def f(x):\n"
+    "    woke, end = 0, time.time() + 2.5\n"
+    "    while time.time() < end:\n"
+    "        r = libc.syscall(202, ctypes.c_void_p(addr), 1, 1, None, None, 0)\n"
+    "        if r < 0:\n            return 'refused'\n"
+    "        woke += r\n"
+    "        time.sleep(0.001)\n"
+    "    return woke\n")
+_THREADS = ("import threading\n"
+            "def f(x):\n"
+            "    lock, out = threading.Condition(), []\n"
+            "    def work(i):\n        with lock:\n            out.append(i * x)\n            lock.notify_all()\n"
+            "    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]\n"
+            "    [t.start() for t in ts]\n    [t.join() for t in ts]\n"
+            "    return sorted(out)\n")
+
+
+def test_no_futex_is_shared_between_candidates(request):
+    rows = run_programs([_FUTEX_RECEIVER, _FUTEX_SENDER, _THREADS], ["1"], mode="call", fn_name="f",
+                        timeout_s=6.0, memory_mb=256, workers=3)
+    assert [row[0].output for row in rows] == ["'refused'", "'refused'", "[0, 1, 2, 3, 4, 5, 6, 7]"], rows
+    last = _run_unprivileged(request, (
+        "from concord.execution import run_programs\n"
+        f"rows = run_programs([{_FUTEX_RECEIVER!r}, {_FUTEX_SENDER!r}], ['1'], mode='call', fn_name='f', "
+        "timeout_s=6, memory_mb=256, workers=2, python=PYTHON)\n"
+        "print([row[0].output for row in rows])\n"))
+    assert last == "[\"'refused'\", \"'refused'\"]", last
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_stderr_past_what_is_read_is_drained_at_a_bounded_cost_to_the_runner():
+    # Past the 1 MiB read, stderr is drained unread so an honest writer never blocks for good
+    # (test_debug_output_to_stderr_of_any_size_does_not_change_the_grade); a writer of 1-byte
+    # chunks then woke the runner per write: 0.88 s of its CPU in 2 s (ninth red team). It is
+    # drained at most once per 2 ms.
+    runner._POOL.close_all()
+    assert run_programs(["print(1)"], [""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0].output == "1"
+    (pid,) = _runners()
+    before = _cpu_s(pid)
+    flood = ("import os, time\ndef f(x):\n    os.write(2, b'x' * (1 << 21))\n    end = time.time() + 2\n"
+             "    while time.time() < end:\n        os.write(2, b'x')\n    return 1\n")
+    rows = run_programs([flood], ["1"], mode="call", fn_name="f", timeout_s=5.0, memory_mb=256, workers=1)
+    (pid_after,) = _runners()
+    assert pid_after == pid and rows[0][0].output == "1", rows
+    assert _cpu_s(pid) - before < 0.3
+
+
+def test_a_check_reaching_the_servers_builtins_through_a_frame_changes_no_later_check():
+    # run_checks' checks may be generated (SC-MoA's tests): a check with no import, attribute
+    # write or underscore reached the server's built-ins through a generator's frame and made
+    # `all` always true, and a later candidate's wrong solution passed (ninth red team).
+    from concord.execution import run_checks
+
+    hostile = ("def check(candidate):\n    b = (x for x in [1]).gi_frame.f_builtins\n"
+               "    b['all'] = lambda *a: True\n\ncheck(f)\n")
+    victim = "def check(candidate):\n    assert all([candidate(1) == 2, candidate(2) == 4])\n\ncheck(f)\n"
+    wrong, right = "def f(x):\n    return 0\n", "def f(x):\n    return 2 * x\n"
+    out = run_checks([(right, hostile), (wrong, victim), (right, victim)], timeout_s=5.0, memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "error", "ok"], out
+
+
+def test_a_module_handed_to_a_check_in_the_server_changes_no_later_check():
+    # The entry point may be a module the solution bound (`import builtins as f`): a check with
+    # no import, attribute write or underscore runs in the server and called into it, replacing
+    # `all` in the server's built-ins; a module already loaded did not end the server, and a later
+    # candidate's wrong solution passed (ninth red team).
+    from concord.execution import run_checks
+
+    hostile = "def check(candidate):\n    candidate.vars(candidate)['all'] = lambda *a: True\n\ncheck(f)\n"
+    victim = "def check(candidate):\n    assert all([candidate(1) == 2, candidate(2) == 4])\n\ncheck(f)\n"
+    wrong, right = "def f(x):\n    return 0\n", "def f(x):\n    return 2 * x\n"
+    out = run_checks([("import builtins as f\n", hostile), (wrong, victim), (right, victim)], timeout_s=5.0,
+                     memory_mb=256, workers=1)
+    assert [o.status for o in out] == ["ok", "error", "ok"], out

@@ -155,6 +155,8 @@ def test_only_checks_that_can_change_nothing_share_the_check_servers_process():
                      "def check(c):\n    setattr(c, 'x', 1)\ncheck(f)\n",
                      "def check(c):\n    assert c(helper)\ncheck(f)\n",  # helper may be a module the solution imported
                      "def check(c):\n    global g\n    g = 1\ncheck(f)\n",
-                     "def check(c):\n    exec('import sys')\ncheck(f)\n"):
+                     "def check(c):\n    exec('import sys')\ncheck(f)\n",
+                     # frames without an underscore (ninth red team)
+                     "def check(c):\n    (x for x in [1]).gi_frame.f_builtins['all'] = len\ncheck(f)\n"):
         assert not _inert(*_parse_check(stateful)), stateful
     assert _inert(*_parse_check("def check(c):\n    assert sorted(c([2, 1])) == [1, 2]\ncheck(f)\n"))

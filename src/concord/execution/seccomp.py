@@ -61,6 +61,10 @@ threat a candidate program poses:
   caller's own epoll failed and a concurrent ``run_programs`` raised ``OSError(ENOSPC)`` starting a
   worker (eighth red team). No candidate needs epoll: it has no socket and no pipe to wait on
   (``select`` and ``poll`` keep no state in the kernel and still work);
+* ``futex`` without ``FUTEX_PRIVATE_FLAG`` (EPERM), the futex2 calls (ENOSYS): *a futex on a page
+  of a file is keyed by the file, not by process*: every candidate maps the same libc, and a
+  wait on its text in one candidate was woken by a wake in another, on another worker (ninth red
+  team). glibc and CPython use private futexes;
 * ``preadv2``/``pwritev2`` (ENOSYS, so libc falls back to ``preadv``/``pwritev`` when no flag is
   given and a flag such as ``RWF_NOWAIT`` fails), ``mincore``, ``cachestat`` (EPERM),
   ``fadvise64`` (succeeds without effect: it is advice), ``madvise`` with ``MADV_COLD`` or
@@ -78,7 +82,7 @@ import os
 import tempfile
 
 __all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "ENOSYS_CALLS", "FCNTL_REFUSED", "NAMESPACE_FLAGS",
-           "CLONE_PIDFD"]
+           "CLONE_PIDFD", "FUTEX_PRIVATE"]
 
 NAMESPACE_FLAGS = {
     "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -98,12 +102,21 @@ REFUSED = (
     "epoll_create", "epoll_create1",
 )
 CLONE_PIDFD = 0x00001000
-ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2")  # libc falls back to the older call (clone, preadv, pwritev)
+# libc falls back to the older call (clone, preadv, pwritev); the futex2 calls (5.16, 6.7), which
+# glibc does not make, take their shared/private choice in memory or a flags word: see FUTEX_PRIVATE
+ENOSYS_CALLS = ("clone3", "preadv2", "pwritev2", "futex_waitv", "futex_wake", "futex_wait", "futex_requeue")
+# ``futex`` without FUTEX_PRIVATE_FLAG (EPERM): a shared futex on a page of a file is keyed by the
+# file and offset, not by process, and every candidate maps the same libc: FUTEX_WAIT on libc's
+# text in one candidate was woken by FUTEX_WAKE in another on another worker (other uid, PID
+# namespace), and a wake's count tells whether anyone waits (ninth red team). glibc and CPython
+# use private futexes (threads, locks, semaphores not process-shared).
+FUTEX_PRIVATE = 0x80
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
 # F_GETLEASE, F_NOTIFY, F_SETPIPE_SZ
 FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026, 1031)
 MADVISE_REFUSED = (20, 21)  # MADV_COLD, MADV_PAGEOUT: push pages out of memory, the page cache too
-_SYSCALL_NUMBERS = {"x86_64": {"cachestat": 451}, "aarch64": {"cachestat": 451}}  # newer than some libseccomps
+_NEW_CALLS = {"cachestat": 451, "futex_waitv": 449, "futex_wake": 454, "futex_wait": 455, "futex_requeue": 456}
+_SYSCALL_NUMBERS = {"x86_64": _NEW_CALLS, "aarch64": _NEW_CALLS}  # newer than some libseccomps
 
 
 class SeccompUnavailable(RuntimeError):
@@ -134,7 +147,10 @@ def filter_bpf() -> bytes:
         try:
             f.add_rule(sc.ERRNO(errno.ENOSYS), name)
         except (OSError, ValueError, RuntimeError):
+            if name in numbers:
+                f.add_rule(sc.ERRNO(errno.ENOSYS), numbers[name])
             continue
+    f.add_rule(eperm, "futex", sc.Arg(1, sc.MASKED_EQ, FUTEX_PRIVATE, 0))
     f.add_rule(sc.ERRNO(0), "setsid")  # neutralised: "succeeds", the session stays the same
     f.add_rule(sc.ERRNO(0), "fadvise64")  # advice: "succeeds" without evicting anything
     for flag in (*NAMESPACE_FLAGS.values(), CLONE_PIDFD):

@@ -67,6 +67,7 @@ def _check_once(job: dict, requests: int, replies: int, parsed=None) -> tuple[di
     else:
         result = ({"k": k, "status": "ok", "error": None}, "passed")
     finally:
+        job["module_given"] = solution.module_given
         solution.replies.close()  # now, not when collected: the descriptor number is reused
         namespace.clear()  # `check.__globals__` is the namespace: a cycle only a collection would free
     return result
@@ -132,10 +133,13 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
             if grown:
                 _LIBC.malloc_trim(0)
                 grown = _resident_bytes() > baseline
-            if len(sys.modules) != loaded or grown:
+            if len(sys.modules) != loaded or grown or one.get("module_given"):
                 # A module the solution named was imported for this check and may have changed
                 # process-wide state on import, or memory stays held (fragmented arenas of a large
-                # value): no later check may inherit either. The socket closes before the result
+                # value): no later check may inherit either. Likewise a module handed to the check
+                # at all, loaded before or not: an inert check may call into it (a solution's
+                # `import builtins as f` let `candidate.vars(candidate)['all'] = ...` change every
+                # later check's built-ins: ninth red team). The socket closes before the result
                 # is written, so the runner, which sends the next check only after reading this
                 # result, finds this server gone and starts another.
                 jobs.close()
@@ -218,6 +222,7 @@ class _Solution:
         self.to_wire, self.from_wire = _wire_codec()
         self.entry: str | None = None
         self.early = False
+        self.module_given = False  # a module bound in the check's namespace (see _serve_checks)
         self.planned: list = []  # wire requests the check will make first, in order (see plan)
         self.answers: list | None = None  # the solution's replies to them, once asked for
 
@@ -297,6 +302,7 @@ class _Solution:
             elif kind == "module" and isinstance(detail, str) and _stdlib(detail):
                 try:
                     namespace[name] = importlib.import_module(detail)
+                    self.module_given = True
                 except ImportError:
                     pass
             elif kind == "value":
@@ -370,6 +376,12 @@ class _Solution:
             try:
                 return cls(message)
             except Exception:  # noqa: BLE001 -- an exception class with another signature
+                pass
+            try:  # UnicodeDecodeError & co. take five arguments: the instance, without them, that
+                # the check's `except UnicodeDecodeError` / `except ValueError` still catches
+                # (it was a _CandidateError that neither caught: ninth red team)
+                return cls.__new__(cls, message)
+            except Exception:  # noqa: BLE001 -- ExceptionGroup's __new__ checks its arguments
                 pass
         return _CandidateError(f"{name}: {message}" if name else message or "the solution failed")
 

@@ -208,6 +208,13 @@ _STATEFUL_OPS = frozenset(_OP[n] for n in ("IMPORT_NAME", "IMPORT_FROM", "IMPORT
                                            "STORE_GLOBAL", "DELETE_GLOBAL") if n in _OP)
 
 
+#: Names no inert check uses: private and special attributes, and those of frames, generators,
+#: coroutines and tracebacks, which reach the server's own state without an underscore: a check
+#: took `(x for x in [1]).gi_frame.f_builtins` and replaced `all` in the server's built-ins, so a
+#: later candidate's wrong solution passed its check (ninth red team).
+_INTROSPECTION = ("_", "f_", "gi_", "cr_", "ag_", "tb_")
+
+
 def _inert(tree: ast.Module | None, code: types.CodeType | str) -> bool:
     """Whether a check can change nothing of the process it runs in, so that a later check may
     run in the same process: it imports nothing, writes no attribute, names no private or
@@ -228,7 +235,7 @@ def _inert(tree: ast.Module | None, code: types.CodeType | str) -> bool:
 
 
 def _quiet(code: types.CodeType) -> bool:
-    if any(name.startswith("_") for name in code.co_names):
+    if any(name.startswith(_INTROSPECTION) for name in code.co_names):
         return False
     raw = code.co_code
     return not any(raw[i] in _STATEFUL_OPS for i in range(0, len(raw), 2))
