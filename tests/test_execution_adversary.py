@@ -362,6 +362,41 @@ def test_channel_primitives_on_shared_objects_are_refused():
     assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
 
 
+_KERNEL_SURFACE = """\
+import ctypes, mmap, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(*args):
+    r = libc.syscall(*[ctypes.c_long(a) for a in args])
+    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+m = mmap.mmap(-1, 1 << 16)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+print("madvise_mergeable", call(28, addr, 1 << 16, 12))
+print("prctl_memory_merge", call(157, 67, 1, 0, 0, 0))
+print("statmount", call(457, 0, 0, 0, 0))
+print("listmount", call(458, 0, 0, 0, 0))
+print("open_tree_attr", call(467, -100, 0, 0, 0, 0))
+print("sync", call(162), call(306, 0))
+"""
+
+
+def test_page_merging_and_the_newest_mount_calls_are_refused():
+    # Same-page merging (madvise MADV_MERGEABLE, prctl PR_SET_MEMORY_MERGE: both succeed outside
+    # the sandbox on this kernel) shares equal pages between processes, and a write's copy-on-write
+    # time tells whether another candidate holds the same content; statmount, listmount and
+    # open_tree_attr (6.8-6.15) are mount calls the filter's list did not name (EFAULT outside:
+    # reachable). sync and syncfs "succeed" without flushing the host's dirty data (ninth red team,
+    # left open there).
+    rows = run_programs([_KERNEL_SURFACE, HONEST_STDIN], ["1 2"], mode="stdin", timeout_s=5.0, memory_mb=256,
+                        workers=2)
+    assert rows[0][0].status == "ok", rows[0]
+    refused = os.strerror(1)  # EPERM
+    assert rows[0][0].output.splitlines() == [
+        f"{name} {refused}" for name in ("madvise_mergeable", "prctl_memory_merge", "statmount", "listmount",
+                                         "open_tree_attr")] + ["sync ok ok"]
+    assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
+
+
 _TIMERS = """\
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)

@@ -9,8 +9,14 @@ threat a candidate program poses:
 * ``unshare``, ``clone`` with any namespace flag, ``setns`` (EPERM), ``clone3`` (ENOSYS, so libc
   falls back to ``clone``, whose flags the filter can read): *a user namespace gives a candidate
   a full capability set inside it -- a fresh ``/tmp`` of any size, new mounts, new IPC*;
-* ``mount``, ``umount2``, ``pivot_root``, ``chroot`` and the new mount API (``fsopen`` ...):
-  *remounting ``/tmp`` past its size, or the filesystem view*;
+* ``mount``, ``umount2``, ``pivot_root``, ``chroot`` and the new mount API (``fsopen`` ...,
+  ``statmount``, ``listmount``, ``open_tree_attr``): *remounting ``/tmp`` past its size, or the
+  filesystem view*;
+* ``madvise`` ``MADV_MERGEABLE`` and ``prctl`` ``PR_SET_MEMORY_MERGE`` (EPERM): *same-page
+  merging shares equal pages between processes where a host enables it; a write's copy-on-write
+  time then tells whether another candidate holds the same content*;
+* ``sync``, ``syncfs`` succeed without effect: *a flush of every process's dirty data on the
+  host, I/O no group charges* (a candidate's own files are on its tmpfs);
 * ``keyctl``, ``add_key``, ``request_key``: *the kernel keyring is not namespaced: keys are a
   channel between candidates that outlives them*;
 * ``ptrace``, ``process_vm_readv``/``writev``, ``process_madvise``, ``pidfd_getfd``, ``kcmp``:
@@ -99,7 +105,7 @@ REFUSED = (
     "lookup_dcookie", "vhangup", "iopl", "ioperm", "socket", "socketpair", "flock", "inotify_init",
     "inotify_init1", "inotify_add_watch", "mincore", "cachestat",
     "pipe", "pipe2", "mq_open", "io_setup", "shmget", "pidfd_open", "mknod", "mknodat",
-    "epoll_create", "epoll_create1",
+    "epoll_create", "epoll_create1", "open_tree_attr", "listmount", "statmount",
 )
 CLONE_PIDFD = 0x00001000
 # libc falls back to the older call (clone, preadv, pwritev); the futex2 calls (5.16, 6.7), which
@@ -114,8 +120,18 @@ FUTEX_PRIVATE = 0x80
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
 # F_GETLEASE, F_NOTIFY, F_SETPIPE_SZ
 FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026, 1031)
-MADVISE_REFUSED = (20, 21)  # MADV_COLD, MADV_PAGEOUT: push pages out of memory, the page cache too
-_NEW_CALLS = {"cachestat": 451, "futex_waitv": 449, "futex_wake": 454, "futex_wait": 455, "futex_requeue": 456}
+# madvise MADV_MERGEABLE and prctl PR_SET_MEMORY_MERGE: kernel same-page merging, where a host
+# enables it, shares equal pages between processes, and the time of a write to a merged page
+# (copy on write) tells whether another candidate holds the same content: a channel.
+MADV_MERGEABLE = 12
+PR_SET_MEMORY_MERGE = 67
+MADVISE_REFUSED = (20, 21, MADV_MERGEABLE)  # MADV_COLD, MADV_PAGEOUT (pages out of memory, the page cache too), MADV_MERGEABLE
+_NEW_CALLS = {"cachestat": 451, "futex_waitv": 449, "futex_wake": 454, "futex_wait": 455, "futex_requeue": 456,
+              "statmount": 457, "listmount": 458, "open_tree_attr": 467}
+# Calls that "succeed" without effect: advice, or work for the whole host a candidate has no
+# business asking for (``sync``/``syncfs`` flush every process's dirty data, I/O no group charges;
+# a candidate's own files are on its tmpfs, which has nothing to flush).
+NO_OP_CALLS = ("setsid", "fadvise64", "sync", "syncfs")
 _SYSCALL_NUMBERS = {"x86_64": _NEW_CALLS, "aarch64": _NEW_CALLS}  # newer than some libseccomps
 
 
@@ -151,8 +167,9 @@ def filter_bpf() -> bytes:
                 f.add_rule(sc.ERRNO(errno.ENOSYS), numbers[name])
             continue
     f.add_rule(eperm, "futex", sc.Arg(1, sc.MASKED_EQ, FUTEX_PRIVATE, 0))
-    f.add_rule(sc.ERRNO(0), "setsid")  # neutralised: "succeeds", the session stays the same
-    f.add_rule(sc.ERRNO(0), "fadvise64")  # advice: "succeeds" without evicting anything
+    for name in NO_OP_CALLS:  # setsid: the session stays the same; fadvise64: nothing evicted
+        f.add_rule(sc.ERRNO(0), name)
+    f.add_rule(eperm, "prctl", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, PR_SET_MEMORY_MERGE))
     for flag in (*NAMESPACE_FLAGS.values(), CLONE_PIDFD):
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     # The kernel reads these arguments as 32-bit ints: compare the low 32 bits only, so a raw
