@@ -397,6 +397,74 @@ def test_page_merging_and_the_newest_mount_calls_are_refused():
     assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
 
 
+_HUGE_PAGES = """\
+import mmap
+held = []
+try:
+    for _ in range(32):
+        held.append(mmap.mmap(-1, 2 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40000))
+        held[-1][0:1] = b"x"
+except OSError as exc:
+    print(len(held), exc.errno)
+else:
+    print(len(held), 0)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access("/proc/sys/vm/nr_overcommit_hugepages", os.W_OK),
+                    reason="needs root to lend the host huge pages for a moment")
+def test_huge_pages_are_refused_whatever_the_host_lends():
+    # Huge pages come from a host-wide pool, or from host memory when overcommitted, which a
+    # cgroup v1 memory group does not charge: with 512 overcommitted pages a 64 MB candidate held
+    # 1,024 MB, graded ok, and a concurrent neighbour's one huge page failed (tenth red team).
+    import errno
+
+    knob = Path("/proc/sys/vm/nr_overcommit_hugepages")
+    before = knob.read_text()
+    knob.write_text("64")
+    try:
+        rows = run_programs([_HUGE_PAGES, HONEST_STDIN], ["1 2"], mode="stdin", timeout_s=5.0, memory_mb=64,
+                            workers=2)
+    finally:
+        knob.write_text(before)
+    assert rows[0][0].status == "ok" and rows[0][0].output == f"0 {errno.ENOMEM}", rows[0]
+    assert [(o.status, o.output) for o in rows[1]] == [("ok", "3")]
+
+
+def test_the_callers_scheduling_and_locking_limits_do_not_reach_a_candidate():
+    # RLIMIT_RTPRIO, RLIMIT_NICE and RLIMIT_MEMLOCK came from the caller: one allowed real-time
+    # priority would let a candidate run SCHED_FIFO outside its CPU quota, and what a candidate
+    # may lock depended on the caller's `ulimit -l` (tenth red team).
+    import resource
+
+    program = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None)\n"
+        "limit = (ctypes.c_ulong * 2)()\n"
+        "seen = []\n"
+        "for which in (14, 13, 8):\n"  # RLIMIT_RTPRIO, RLIMIT_NICE, RLIMIT_MEMLOCK
+        "    libc.getrlimit(which, limit)\n"
+        "    seen.append((limit[0], limit[1]))\n"
+        "print(seen)\n"
+    )
+    names = (resource.RLIMIT_RTPRIO, resource.RLIMIT_NICE, resource.RLIMIT_MEMLOCK)
+    saved = {which: resource.getrlimit(which) for which in names}
+    hard = saved[resource.RLIMIT_MEMLOCK][1]
+    try:
+        # what any caller may do: raise its own soft limits to the hard ones, or lower them
+        resource.setrlimit(resource.RLIMIT_RTPRIO, (saved[resource.RLIMIT_RTPRIO][1],) * 2)
+        resource.setrlimit(resource.RLIMIT_NICE, (saved[resource.RLIMIT_NICE][1],) * 2)
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (1 << 20, hard))
+        runner._POOL.close_all()  # fresh workers, started under these limits
+        out = run_programs([program], [""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0]
+    finally:
+        for which, limits in saved.items():
+            resource.setrlimit(which, limits)
+        runner._POOL.close_all()
+    memlock = 8 << 20 if hard == resource.RLIM_INFINITY else min(8 << 20, hard)
+    assert out.status == "ok" and out.output == str([(0, 0), (0, 0), (memlock, memlock)]), out
+
+
 _TIMERS = """\
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)

@@ -15,6 +15,9 @@ threat a candidate program poses:
 * ``madvise`` ``MADV_MERGEABLE`` and ``prctl`` ``PR_SET_MEMORY_MERGE`` (EPERM): *same-page
   merging shares equal pages between processes where a host enables it; a write's copy-on-write
   time then tells whether another candidate holds the same content*;
+* ``mmap`` with ``MAP_HUGETLB`` (ENOMEM): *huge pages come from a host-wide pool, or from host
+  memory when overcommitted, which a cgroup v1 memory group does not charge* (a 64 MB candidate
+  held 1,024 MB; tenth red team); ``shmget`` and ``memfd_create`` are refused anyway;
 * ``sync``, ``syncfs`` succeed without effect: *a flush of every process's dirty data on the
   host, I/O no group charges* (a candidate's own files are on its tmpfs);
 * ``keyctl``, ``add_key``, ``request_key``: *the kernel keyring is not namespaced: keys are a
@@ -125,6 +128,7 @@ FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026, 1031)
 # (copy on write) tells whether another candidate holds the same content: a channel.
 MADV_MERGEABLE = 12
 PR_SET_MEMORY_MERGE = 67
+MAP_HUGETLB = 0x40000
 MADVISE_REFUSED = (20, 21, MADV_MERGEABLE)  # MADV_COLD, MADV_PAGEOUT (pages out of memory, the page cache too), MADV_MERGEABLE
 _NEW_CALLS = {"cachestat": 451, "futex_waitv": 449, "futex_wake": 454, "futex_wait": 455, "futex_requeue": 456,
               "statmount": 457, "listmount": 458, "open_tree_attr": 467}
@@ -170,6 +174,10 @@ def filter_bpf() -> bytes:
     for name in NO_OP_CALLS:  # setsid: the session stays the same; fadvise64: nothing evicted
         f.add_rule(sc.ERRNO(0), name)
     f.add_rule(eperm, "prctl", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, PR_SET_MEMORY_MERGE))
+    # Huge pages come from a host-wide pool (or, overcommitted, from host memory) that a cgroup v1
+    # memory group does not charge: a 64 MB candidate held 1,024 MB (tenth red team). ENOMEM is
+    # what a host without huge pages answers.
+    f.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", sc.Arg(3, sc.MASKED_EQ, MAP_HUGETLB, MAP_HUGETLB))
     for flag in (*NAMESPACE_FLAGS.values(), CLONE_PIDFD):
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     # The kernel reads these arguments as 32-bit ints: compare the low 32 bits only, so a raw

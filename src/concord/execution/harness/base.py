@@ -68,6 +68,7 @@ MAX_DEPTH = 100_000  # nesting of a return value the encoder follows (Python's =
 HEADER_MAX = 16 * 1024  # bytes of a frame header (a short JSON object; its error text is <= 300 chars)
 ERROR_KEEP = 1000  # characters of a reported error message passed on
 SIGPENDING = 1024  # queued signals (and POSIX timers) per candidate: RLIMIT_SIGPENDING (see child._limits)
+MEMLOCK = 8 << 20  # bytes a candidate may lock in memory (Linux's usual default; see child._limits)
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _LIBC.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]

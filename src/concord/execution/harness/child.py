@@ -32,6 +32,7 @@ from concord.execution.harness.base import (
     SECCOMP_MODE_FILTER,
     SETUP_FAILED,
     SIGPENDING,
+    MEMLOCK,
     _chdir,
     _check,
 )
@@ -216,6 +217,12 @@ def _limits(job: dict) -> None:
     # caller's uid: two candidates took 120,000 and a concurrent honest candidate's one
     # timer_create failed (eighth red team). No program graded here needs more.
     cap(resource.RLIMIT_SIGPENDING, SIGPENDING)
+    # The caller's own real-time priority, nice floor and locked-memory limits must not reach a
+    # candidate: a caller allowed SCHED_FIFO would let it run outside the CPU quota, and a verdict
+    # must not depend on the caller's `ulimit -l` (tenth red team). Nice can only be raised.
+    cap(resource.RLIMIT_RTPRIO, 0)
+    cap(resource.RLIMIT_NICE, 0)
+    cap(resource.RLIMIT_MEMLOCK, MEMLOCK)
     if job.get("rlimit_memory"):
         cap(resource.RLIMIT_AS, int(job["memory_mb"]) * 1024 * 1024)
     if job.get("rlimit_procs"):
