@@ -37,6 +37,7 @@ from pathlib import Path
 
 FP32_TOL = 1e-3  # nats: the same fp32 network on two devices (different kernels, summation order)
 BF16_TOL = 0.1  # nats: bf16 weights and activations against fp32 (8 mantissa bits)
+MOVED_MIN = 0.5  # share of weights two GRPO steps change (rows of tokens never seen may keep theirs)
 MATH_ARMS = ("majority", "ec", "cisc", "core")
 CODE_ARMS = ("fmv", "fmv_pointwise")
 REPO = Path(__file__).resolve().parents[1]
@@ -176,9 +177,9 @@ def check_vllm_rollouts(model_dir: Path, device: str, dtype: str, light: bool = 
 
 
 # --------------------------------------------------------------------------- 2. GRPO steps
-def training(dtype: str, use_vllm: bool = False) -> dict:
+def training(dtype: str, use_vllm: bool = False, learning_rate: float = 1e-4) -> dict:
     return {"use_vllm": use_vllm, "vllm_on_cpu": use_vllm, "vllm_gpu_memory_utilization": 0.3, **{"n_vote": 4, "n_train": 2, "prompts_per_step": 2, "updates_per_generation": 2, "max_steps": 2,
-            "learning_rate": 1e-4, "lr_scheduler": "constant", "warmup_ratio": 0.0, "max_completion_length": 24,
+            "learning_rate": learning_rate, "lr_scheduler": "constant", "warmup_ratio": 0.0, "max_completion_length": 24,
             "beta": 0.001, "gradient_checkpointing": False, "dtype": dtype, "gpus": 1,
             "eval_every": 1, "eval_at_start": True, "val_questions": 2, "val_k": 2, "val_max_new_tokens": 24,
             "save_every": 1}}
@@ -194,20 +195,35 @@ def peak_memory() -> str:
     return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB RSS (CPU)"
 
 
-def train_arm(arm: str, task: str, model: Path, questions: Path, work: Path, dtype: str, use_vllm: bool = False) -> dict:
+def moved_share(before: Path, after: Path) -> float:
+    """Share of the weights a training run changed (fp32 master weights: saved against initial).
+    bf16 weights stepped by AdamW at a small learning rate keep most entries: the failure this sees."""
+    from safetensors.torch import load_file
+
+    old, new = load_file(str(before / "model.safetensors")), load_file(str(after / "model.safetensors"))
+    changed = total = 0
+    for name, tensor in new.items():
+        if name in old:
+            changed += int((tensor.float() != old[name].float()).sum())
+            total += tensor.numel()
+    return changed / max(total, 1)
+
+
+def train_arm(arm: str, task: str, model: Path, questions: Path, work: Path, dtype: str, use_vllm: bool = False,
+              learning_rate: float = 1e-4, tag: str = "") -> dict:
     import torch
     from safetensors import safe_open
 
     from concord.rl.run import train
 
-    out = work / ("train-vllm" if use_vllm else "train") / arm
+    out = work / (("train-vllm" if use_vllm else "train") + tag) / arm
     consensus = {"kappa": 0.1, "tau": 0.25, "alpha": 0.1, "C": None, "eps": 1e-6, "t_max": 200} if task == "math" \
         else {"timeout_s": 6.0, "memory_mb": 1024}
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     t = time.time()
     train(model_dir=model, questions_path=questions, out_dir=out, checkpoint_dir=work / "ckpt" / out.parent.name / arm,
-          arm=arm, seed=0, training=training(dtype, use_vllm), consensus=consensus, evaluation={"temperature": 0.6, "top_p": 0.95},
+          arm=arm, seed=0, training=training(dtype, use_vllm, learning_rate), consensus=consensus, evaluation={"temperature": 0.6, "top_p": 0.95},
           task=task, benchmark="check")
     seconds = time.time() - t
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
@@ -220,7 +236,7 @@ def train_arm(arm: str, task: str, model: Path, questions: Path, work: Path, dty
             "reward_std": max((r.get("reward_std", 0.0) for r in steps), default=0.0),
             "loss_finite": all(abs(r["loss"]) < float("inf") for r in steps),
             "val": [r["val_pass_at_1"] for r in rows if "val_pass_at_1" in r], "saved": sorted(saved),
-            "seconds": seconds, "peak_mib": peak}
+            "seconds": seconds, "peak_mib": peak, "moved": moved_share(model, out)}
 
 
 def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS, use_vllm: bool = False) -> list[str]:
@@ -246,13 +262,33 @@ def check_training(work: Path, dtype: str, arms=MATH_ARMS + CODE_ARMS, use_vllm:
         gen = r["generation"]
         backend_ok = gen.get("backend") == ("vllm" if use_vllm else "hf") and (not use_vllm or gen.get("dtype") == dtype)
         ok = (r["steps"] == 2 and r["loss_finite"] and r["reward_std"] > 0 and r["saved"] == [want]
-              and len(r["val"]) == 3 and backend_ok)
+              and len(r["val"]) == 3 and backend_ok and r["moved"] >= MOVED_MIN)
         say(f"GRPO {arm:>13} ({task}, {dtype}, generation {gen.get('backend')} {gen.get('dtype')}): {r['steps']} steps "
-            f"in {r['seconds']:.1f} s, rewards {r['rewards']}, validation {r['val']}, saved {r['saved']}, peak memory "
-            f"{r['peak_mib']} -> {'ok' if ok else 'FAIL'}")
+            f"in {r['seconds']:.1f} s, rewards {r['rewards']}, validation {r['val']}, saved {r['saved']}, "
+            f"{r['moved']:.1%} of weights moved, peak memory {r['peak_mib']} -> {'ok' if ok else 'FAIL'}")
         if not ok:
             failures.append(f"GRPO {arm}{' (vLLM)' if use_vllm else ''}")
     return failures
+
+
+def check_paper_lr(work: Path, dtype: str) -> list[str]:
+    """Two bf16 GRPO steps (majority) at the paper's learning rate (config/paper.yaml, TTRL's 5e-7):
+    the fp32 master weights move where bf16 weights would round most updates away."""
+    import yaml
+
+    from concord.data import write_questions
+    from concord.rl.tiny import build_boxed_tiny_model
+
+    lr = float(yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["training"]["learning_rate"])
+    model = work / "boxed" if (work / "boxed" / "config.json").is_file() else build_boxed_tiny_model(work / "boxed")
+    questions = work / "math-paper-lr.jsonl"
+    write_questions(questions, [{"id": f"m{i}", "prompt": f"What is {i % 3} + 1?", "answer": str(i % 3 + 1),
+                                 "level": 1, "subject": "arith", "source": "gpu_check"} for i in range(4)])
+    r = train_arm("majority", "math", model, questions, work, dtype, learning_rate=lr, tag="-paper-lr")
+    ok = r["steps"] == 2 and r["loss_finite"] and r["reward_std"] > 0 and r["moved"] >= MOVED_MIN
+    say(f"GRPO at the paper's learning rate {lr:g} (majority, {dtype}): rewards {r['rewards']}, "
+        f"{r['moved']:.1%} of weights moved -> {'ok' if ok else 'FAIL'}")
+    return [] if ok else [f"GRPO at lr {lr:g}"]
 
 
 def main(argv=None) -> int:
@@ -292,6 +328,7 @@ def main(argv=None) -> int:
             ap.error(f"unknown arm(s) {unknown}; choose from {', '.join(MATH_ARMS + CODE_ARMS)}")
         if not args.skip_training and not args.skip_hf:
             failures += check_training(work, "bfloat16", arms)
+            failures += check_paper_lr(work, "bfloat16")
         if not args.skip_rollouts and not args.skip_hf:
             model, what = rollout_model(work, work / "boxed" if (work / "boxed").is_dir() else _tokenizer(work))
             say(f"roll-out model: {what}")

@@ -142,6 +142,24 @@ def test_decode_loop_matches_transformers_generate_greedily(engine):
 
 
 @pytest.mark.transformers
+def test_the_decode_loop_runs_under_bf16_autocast_over_fp32_weights(engine):
+    """Validation inside a bf16 training step generates with the fp32 master weights under
+    autocast: the keys leave the rotary embedding in fp32, the values a bf16 projection. The GPU
+    env's transformers (< 5.18) allocated the static cache's values in the keys' dtype and the
+    first write failed (tests/test_gpu_env.py runs this under it; on a GPU, scripts/gpu_check.sh)."""
+    import torch
+
+    params = SamplingParams(n=2, temperature=0, max_new_tokens=8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        first = engine.generate([CONV], params)
+        again = engine.generate([CONV], params)
+    assert next(engine.model.parameters()).dtype == torch.float32
+    for g in first[0]:
+        assert 1 <= g.n_tokens <= 8 and all(lp <= 0 for lp in g.token_logprobs)
+    assert [g.token_ids for g in first[0]] == [g.token_ids for g in again[0]]
+
+
+@pytest.mark.transformers
 def test_nucleus_keeps_what_transformers_top_p_keeps():
     """The nucleus found among the top candidates (or by a full sort when they hold too little
     mass) is ``TopPLogitsWarper``'s."""

@@ -121,12 +121,11 @@ class HFEngine:
         machine gives the same bytes, independent of any other use of torch's global generator.
         """
         import torch
-        from transformers import StaticCache
 
         ids, mask = enc["input_ids"], enc["attention_mask"]
         length, budget, n_rows = ids.shape[1], params.max_new_tokens, rows.numel()
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        cache = StaticCache(config=self.model.config, max_cache_len=length + budget)
+        cache = static_cache(self.model.config, length + budget)
         generator = torch.Generator(device=self.device).manual_seed(int(seed))
         eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
         tokens = torch.full((n_rows, budget), pad, dtype=torch.long, device=self.device)
@@ -209,6 +208,27 @@ class HFEngine:
         text, finish = _apply_stop_strings(text, finish, params.stop)
         return Generation(text=text, n_tokens=scored, finish_reason=finish, mean_logprob=mean_logprob(lps),
                           token_logprobs=lps, token_ids=ids[:scored])
+
+
+def static_cache(config, max_cache_len: int):
+    """transformers' ``StaticCache``, whose values may come in another dtype than its keys.
+
+    Under autocast (validation inside a bf16 training step, fp32 master weights) the keys leave the
+    rotary embedding in fp32 and the values a bf16 projection; transformers before 5.18 (the GPU
+    env's, capped by vLLM 0.31) allocates a layer's values in its keys' dtype, so the first write
+    fails (``index_copy_``: Float and BFloat16). Values are cast to the keys' dtype: exact (bf16 is
+    a subset of fp32), and attention under autocast computes in bf16 either way. A subclass, as
+    transformers offers no option for it; a no-op where the dtypes agree.
+    """
+    from transformers import StaticCache
+
+    class _StaticCache(StaticCache):
+        def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+            if value_states.dtype != key_states.dtype:
+                value_states = value_states.to(key_states.dtype)
+            return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+
+    return _StaticCache(config=config, max_cache_len=max_cache_len)
 
 
 def cache_keyword(model) -> str:
