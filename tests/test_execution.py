@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sys
 from fractions import Fraction
 
 import pytest
@@ -13,6 +15,7 @@ from concord.execution import (
     canonical_value,
     outputs_match,
     parse_value,
+    run_checks,
     run_programs,
 )
 from concord.execution import cgroups
@@ -307,11 +310,40 @@ def test_unknown_backend_is_named():
 
 
 def test_allow_list_shows_the_interpreter_and_its_libraries_only():
-    paths = sb.allowed_paths(sb.default_python())
-    assert sb.python_prefix(sb.default_python()) in paths
+    python = sb.default_python()
+    paths, prefix = sb.allowed_paths(python), sb.python_prefix(python)
+    # A prefix of its own is shown whole; a distribution's (/usr) by its interpreter and stdlib.
+    stdlib = os.path.join(prefix, "lib", "python%d.%d" % sys.version_info[:2])
+    assert (stdlib if prefix in sb.SHARED_PREFIXES else prefix) in paths
     for hidden in ("/", "/etc", "/home", "/work", "/var", "/opt", "/usr", str(sb.REPO_ROOT)):
         assert hidden not in paths
     assert not any(sb._is_within(str(sb.REPO_ROOT), p) for p in paths)
+
+
+def _distribution_python() -> str:
+    """The host distribution's interpreter, whose prefix is /usr (Debian's python3 package; the
+    GPU images' system Python): every machine this suite runs on has one."""
+    found = shutil.which("python3", path="/usr/bin")
+    assert found, "no /usr/bin/python3 on this host"
+    return os.path.realpath(found)
+
+
+def test_a_distributions_interpreter_shows_its_standard_library_not_its_prefix():
+    # With /usr/bin/python3 the prefix is /usr: showing it whole showed /usr/bin, /usr/share and
+    # /usr/local (seen on a GPU node whose Python is the system one).
+    python = _distribution_python()
+    assert sb.python_prefix(python) == "/usr"
+    paths = sb.allowed_paths(python)
+    for hidden in ("/usr", "/usr/bin", "/usr/share", "/usr/local", "/usr/lib", "/etc", str(sb.REPO_ROOT)):
+        assert hidden not in paths, paths
+    probe = ("import os, sys, decimal, json, hashlib\n"
+             "print(sys.prefix, sorted(os.listdir('/usr')), os.path.exists('/usr/share'), os.path.exists('/usr/local'))")
+    [[seen]] = run_programs([probe], [""], mode="stdin", python=python, **RUN)
+    assert seen.status == "ok", seen
+    assert seen.output.split() == ["/usr", "['bin',", "'lib']", "False", "False"], seen.output
+    verdicts = run_checks([("def f(x):\n    return x + 1\n", "assert f(1) == 2\n"),
+                           ("def f(x):\n    return x\n", "assert f(1) == 2\n")], python=python, **RUN)
+    assert [v.output == "passed" for v in verdicts] == [True, False], verdicts
 
 
 def test_limits_fall_back_to_rlimits_with_one_warning(caplog, monkeypatch):

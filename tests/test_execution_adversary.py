@@ -282,7 +282,7 @@ def test_groups_a_dead_process_left_never_cost_a_candidate_its_limits():
     from concord.execution import cgroups
 
     assert cgroups.cgroups_available(), "this test needs cgroups (v2 delegated, or v1 as root)"
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]))
     proc = subprocess.run([sys.executable, "-c", STALE_GROUPS], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -532,7 +532,7 @@ def _fresh_process_outputs() -> list:
         f"b = run_programs([{PRINTS!r}] * 2, ['', ''], mode='stdin', timeout_s=5, memory_mb=256, workers=2)\n"
         "print(json.dumps([[o.output for o in row] for row in a + b]))\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.strip().splitlines()[-1]

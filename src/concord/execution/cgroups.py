@@ -39,6 +39,7 @@ of one candidate share one worker's slice instead of outnumbering a neighbour's 
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
@@ -97,18 +98,26 @@ def _base() -> Path:
     return result
 
 
+REST = "concord-rest"  # where :func:`_vacate` moved the processes of a group that makes ours
+
+
 def _make_base() -> Path:
     own = _own_cgroup()
-    available = set((own / "cgroup.controllers").read_text().split())
-    missing = [c for c in CONTROLLERS if c not in available]
-    if missing:
-        raise CgroupUnavailable(f"controllers {missing} are not available in {own} (cgroup v1 or hybrid host?)")
+    while own.name == REST and set(CONTROLLERS) <= set((own.parent / "cgroup.subtree_control").read_text().split()):
+        own = own.parent  # moved there by an earlier process (or by us): its parent is ready
+    _make_available(own)
     enabled = set((own / "cgroup.subtree_control").read_text().split())
     if not set(CONTROLLERS) <= enabled:
         try:
-            _write(own / "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
-        except OSError as exc:  # EBUSY: our group holds processes; EACCES: not delegated
-            raise CgroupUnavailable(f"cannot enable {CONTROLLERS} in {own}: {exc.strerror}") from None
+            _enable(own)
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:  # EACCES: not delegated to us
+                raise CgroupUnavailable(f"cannot enable {CONTROLLERS} in {own}: {exc.strerror}") from None
+            _vacate(own)
+            try:
+                _enable(own)
+            except OSError as again:
+                raise CgroupUnavailable(f"cannot enable {CONTROLLERS} in {own}: {again.strerror}") from None
     sweep_stale_groups(own)
     base = own / base_name()
     try:
@@ -117,6 +126,55 @@ def _make_base() -> Path:
     except OSError as exc:
         raise CgroupUnavailable(f"cannot create {base}: {exc.strerror}") from None
     return base
+
+
+def _enable(group: Path, controllers=CONTROLLERS) -> None:
+    _write(group / "cgroup.subtree_control", " ".join(f"+{c}" for c in controllers))
+
+
+def _make_available(own: Path) -> None:
+    """Make every controller of :data:`CONTROLLERS` available in ``own``, enabling the missing ones
+    in each ancestor's ``cgroup.subtree_control`` from the nearest that has them down to our parent.
+    A VM's or container's agent that starts commands in a group of their own enables only some
+    (seen: a GPU node's ``/process_api/<id>`` had memory but not cpu or pids); as root, or where an
+    ancestor is delegated to us, they can be enabled. Elsewhere (cgroup v1 or hybrid hosts, groups
+    not ours) CgroupUnavailable names what is missing, and candidates get rlimits."""
+    missing = [c for c in CONTROLLERS if c not in (own / "cgroup.controllers").read_text().split()]
+    if not missing:
+        return
+    chain, group = [], own.parent
+    while missing and not set(missing) <= set((group / "cgroup.controllers").read_text().split()):
+        if group == group.parent or not (group.parent / "cgroup.controllers").exists():
+            raise CgroupUnavailable(f"controllers {missing} are not available in {own} (cgroup v1 or hybrid host?)")
+        chain.append(group)
+        group = group.parent
+    for ancestor in [group, *reversed(chain)]:
+        try:
+            _enable(ancestor, missing)
+        except OSError as exc:  # EBUSY: it holds processes; EACCES: not ours
+            raise CgroupUnavailable(f"controllers {missing} are not available in {own}, and enabling them in "
+                                    f"{ancestor} failed: {exc.strerror}") from None
+
+
+def _vacate(own: Path) -> None:
+    """Move the processes of ``own`` into ``own/concord-rest`` (:data:`REST`). cgroup v2 lets no group both hold
+    processes and pass controllers to its children ("no internal processes"), and we are in
+    ``own``; the processes stay inside ``own``, under every limit it has (a Slurm job's, say)."""
+    rest = own / REST
+    try:
+        rest.mkdir(exist_ok=True)
+        for _ in range(20):  # a process may fork while we move the others
+            pids = (own / "cgroup.procs").read_text().split()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    _write(rest / "cgroup.procs", pid)
+                except ProcessLookupError:
+                    pass  # it exited
+    except OSError as exc:
+        raise CgroupUnavailable(f"cannot move the processes of {own} into {rest}: {exc.strerror}") from None
+    raise CgroupUnavailable(f"the processes of {own} kept multiplying while moved into {rest}")
 
 
 def _start_time(pid: int) -> str | None:
@@ -163,7 +221,8 @@ class WorkerCgroup:
     """One worker's ``runner`` and ``candidate`` groups (cgroup v2)."""
 
     def binds(self, mount: str) -> list[tuple[str, str]]:
-        return [(str(self.candidate), mount)]
+        # Below the mount, not on it: the sandbox remounts the mount itself read-only.
+        return [(str(self.candidate), f"{mount}/candidate")]
 
     def procs(self, mount: str) -> list[str]:
         """Groups the zygote joins once: none (it stays in ``runner``, outside every limit)."""
@@ -172,10 +231,10 @@ class WorkerCgroup:
     def child_procs(self, mount: str) -> list[str]:
         """Groups each child joins before it drops privileges: the candidate group, which the
         zygote and the runner are never in, so an out-of-memory kill there takes candidates only."""
-        return [f"{mount}/cgroup.procs"]
+        return [f"{mount}/candidate/cgroup.procs"]
 
     def cpu_usage(self, mount: str) -> str:
-        return f"{mount}/cpu.stat"
+        return f"{mount}/candidate/cpu.stat"
 
     def extra_pids(self) -> int:
         return 2  # the zygote and, while it forks a child, its intermediate process

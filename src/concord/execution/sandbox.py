@@ -134,17 +134,31 @@ def python_prefix(python: str) -> str:
     return str(real.parent.parent)
 
 
+#: Prefixes a distribution's interpreter shares with every other program of the host (Debian's
+#: and Ubuntu's ``/usr/bin/python3``, GPU images' system Python): showing one whole would show
+#: ``/usr/bin``, ``/usr/share`` and ``/usr/local``, so the sandbox shows the interpreter and its
+#: standard library instead.
+SHARED_PREFIXES = ("/", "/usr", "/usr/local")
+
+
 @functools.lru_cache(maxsize=8)
 def allowed_paths(python: str) -> tuple[str, ...]:
-    """What the sandbox shows, read-only: the interpreter's prefix, the directories of the
-    shared libraries it and its extension modules need, and the dynamic loader."""
+    """What the sandbox shows, read-only: the interpreter's prefix (for a prefix it shares with
+    the host's other programs, :data:`SHARED_PREFIXES`: the interpreter and its standard library
+    only), the directories of the shared libraries it and its extension modules need, and the
+    dynamic loader."""
     prefix = python_prefix(python)
+    shared = prefix in SHARED_PREFIXES
     objects = [os.path.realpath(python)]
-    for dynload in Path(prefix).glob("lib/python3*/lib-dynload"):
+    major, minor = _python_version(python)
+    stdlib = os.path.join(prefix, "lib", f"python{major}.{minor}")
+    dynloads = [Path(stdlib) / "lib-dynload"] if shared else list(Path(prefix).glob("lib/python3*/lib-dynload"))
+    for dynload in dynloads:
         objects += sorted(str(p) for p in dynload.glob("*.so"))
-    paths = {prefix}
+    # The path it is started by too, where that is a link (``/usr/bin/python3``).
+    paths = {os.path.abspath(python), objects[0], stdlib} if shared else {prefix}
     for lib in _ldd(tuple(objects)):
-        if _is_within(lib, prefix):
+        if not shared and _is_within(lib, prefix):
             continue
         if os.path.basename(lib).startswith("ld-linux") or "/ld-" in lib:
             paths.add(lib)  # the loader must sit exactly where the ELF header says
@@ -170,7 +184,7 @@ def _ldd(objects: tuple[str, ...]) -> list[str]:
             target = parts[parts.index("=>") + 1]
             if target.startswith("/"):
                 libs.append(target)
-        elif parts and parts[0].startswith("/"):
+        elif parts and parts[0].startswith("/") and not line.rstrip().endswith(":"):  # "obj:" heads each object's list
             libs.append(parts[0])
     return sorted(set(libs))
 

@@ -43,6 +43,8 @@ from concord.execution.harness.solution import _run_solution
 
 def _child_main(fds: list[int], hello: dict) -> None:
     """Read this child's own job, isolate and limit this process, then run its role. Never returns."""
+    # Where a setup failure is told: the unit's stderr pipe until it is placed on fd 2.
+    told = fds[2] if len(fds) > 2 else 2
     try:
         job_fd, *pipes = fds
         job = json.loads(_read_all(job_fd).decode("utf-8", "surrogatepass"))
@@ -91,13 +93,14 @@ def _child_main(fds: list[int], hello: dict) -> None:
         else:
             out, errfd = pipes
             _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})
+        told = 2
         del hello, fds, pipes
         random.seed(0)  # a program drawing random numbers gives the same outputs on every run
         run = {"stdin": _run_stdin, "call": _run_call, "solution": _run_solution, "checker": _serve_checks}[role]
         report = _Reporter(job["token"])
     except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
         try:
-            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+            os.write(told, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         finally:
             os._exit(SETUP_FAILED)
     # From here on candidate code may run: whatever happens is the candidate's outcome.

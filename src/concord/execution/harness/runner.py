@@ -243,7 +243,8 @@ class _Runner:
         stop = unit.stop
         if stop is None:
             if not unit.setup:  # no candidate code ran: the failure is ours (the token proves it)
-                raise RuntimeError(bytes(unit.err).decode("utf-8", "replace").strip() or "sandbox setup failed")
+                raise RuntimeError(bytes(unit.err).decode("utf-8", "replace").strip()
+                                   or f"sandbox setup failed ({_death(status, b'')})")
             stop = {"status": "error", "error": _death(status, unit.err)}
         self.emit({"k": unit.k, "output": None, **stop})
         return unit.k + 1
