@@ -11,7 +11,9 @@ SmolLM2-135M's architecture; the GRPO steps use concord's tiny policies that ans
    agree within ``FP32_TOL``; in bf16 within ``BF16_TOL``.
 2. Two real GRPO steps in bf16 on the GPU through ``concord.rl.run.train`` with each arm's reward
    (majority, ec, cisc, core on math questions; fmv, fmv_pointwise on code questions), validation
-   included, bf16 compute over fp32 master weights, the trained model saved as those fp32 weights.
+   included, bf16 compute over fp32 master weights, the trained model saved as those fp32 weights,
+   at least ``MOVED_MIN`` of them changed by the two steps; two more steps at the paper's learning
+   rate (config/paper.yaml), where weights stepped in bf16 would keep most entries.
 3. vLLM, the engine every cluster job generates with: roll-outs through
    ``concord.engines.vllm.VLLMEngine`` against the HF engine on the CPU (greedy tokens identical,
    confidences within ``FP32_TOL`` in fp32), and GRPO steps with TRL's colocated vLLM engine

@@ -29,7 +29,9 @@ it starts*: ``memory.max`` (``memory.oom.group`` kills the whole group), ``pids.
 ``cpu.max`` of one CPU, so a candidate cannot starve its neighbours into wall-clock timeouts.
 
 Creating them needs a writable cgroup v2 hierarchy with the ``memory``, ``pids`` and ``cpu``
-controllers delegated to us. Where the kernel does not allow that (cgroup v1 or hybrid hosts,
+controllers delegated to us: where an ancestor has them and we may write it (root, or a delegated
+subtree) they are enabled down to our group, whose processes move to a leaf of it first (cgroup
+v2 lets no group with processes pass controllers on). Where the kernel does not allow that (cgroup v1 or hybrid hosts,
 unprivileged users without delegation), candidates get rlimits instead -- address space per
 process, process count per candidate uid, CPU seconds per process -- and one warning says so.
 CPU share then rests on the scheduler's autogroups (``kernel.sched_autogroup_enabled``): each
