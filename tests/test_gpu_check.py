@@ -26,6 +26,8 @@ def test_gpu_check_script_passes_on_cpu():
                  "roll-outs cpu float32 vs cpu float32 (greedy): 100% identical", "tokens/s", "gpu_check PASSED"):
         assert line in out, (line, out[-3000:])
     assert "saved ['F32']" in out  # bf16 compute, the fp32 master weights saved
+    assert "GRPO at the paper's learning rate 5e-07 (majority, bfloat16)" in out, out[-3000:]
+    assert out.count("of weights moved") == 3 and "-> FAIL" not in out  # the share is checked per run
 
 
 def test_gpu_check_refuses_to_run_without_a_gpu_unless_told():
