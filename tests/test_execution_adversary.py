@@ -544,6 +544,57 @@ def test_outputs_with_addresses_are_identical_across_fresh_runs():
     assert first == second
 
 
+#: Identity-hashed set orders and id() values: what a heap's layout decides.
+LAYOUT = ("class P:\n    def __init__(self, i):\n        self.i = i\n"
+          "print([p.i for p in {P(i) for i in range(40)}], id(tuple(range(300))))\n")
+LAYOUT_CALL = ("class P:\n    def __init__(self, i):\n        self.i = i\n"
+               "def f(n):\n    return [[p.i for p in {P(i) for i in range(n)}], id(tuple(range(300)))]\n")
+
+
+def _layout_outputs(*wrapper: str) -> list:
+    script = (
+        "import json\n"
+        "from concord.execution import run_programs, runner\n"
+        f"a = run_programs([{LAYOUT!r}], [''], mode='stdin', timeout_s=5, memory_mb=256, workers=1)\n"
+        f"b = run_programs([{LAYOUT_CALL!r}], ['40'], mode='call', fn_name='f', timeout_s=5, memory_mb=256, workers=1)\n"
+        "print(json.dumps([runner._TID_OFFSET, [o.output for row in a + b for o in row]]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = subprocess.run([*wrapper, sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_callers_pid_changes_no_candidates_layout():
+    # A caller that is PID 1 (a container's, or under unshare) holds 1 in many slots of its thread
+    # descriptor: the offset of its thread id was not found, the zygote took its other path, and
+    # every child had another layout: other id() values and set orders (eleventh red team).
+    assert os.geteuid() == 0 and shutil.which("unshare"), "needs root and util-linux's unshare"
+    offset, outputs = _layout_outputs()
+    as_pid_1 = _layout_outputs("unshare", "--pid", "--fork", "--mount-proc")
+    assert offset is not None and as_pid_1 == [offset, outputs]
+    assert all(o for o in outputs)
+
+
+def test_what_is_installed_beside_the_interpreter_changes_no_candidates_layout():
+    # The zygote's heap held importlib's listing of the interpreter's site-packages, so installing
+    # a package moved every candidate's id() values and set orders (eleventh red team).
+    import site
+
+    packages = Path(site.getsitepackages([sys.base_prefix])[0])  # the sandbox runs the base interpreter
+    assert os.access(packages, os.W_OK), f"needs to write {packages} for a moment (root in CI)"
+    before = _layout_outputs()
+    probes = [packages / f"concord-layout-probe-{i}.dist-info" for i in range(40)]
+    try:
+        for probe in probes:
+            probe.mkdir()
+        after = _layout_outputs()
+    finally:
+        for probe in probes:
+            shutil.rmtree(probe, ignore_errors=True)
+    assert after == before
+
+
 def test_outputs_with_addresses_are_identical_across_calls_and_workers():
     outputs = []
     for _ in range(2):

@@ -172,8 +172,8 @@ def source() -> str:
 
 
 # What ``python -c`` runs in the sandbox (started with ``-S``). First, what ``site`` gives a
-# program: ``exit``, ``quit``, ``help``, ``copyright``, and the installation's site-packages on
-# ``sys.path`` -- without running its ``.pth`` files, whose code (an installer's shim, a
+# program: ``exit``, ``quit``, ``help``, ``copyright`` (the installation's site-packages join
+# ``sys.path`` in each child, ``harness.child._add_site_packages``) -- without running its ``.pth`` files, whose code (an installer's shim, a
 # certificate hook) would import modules into the zygote, and with them fork handlers every child
 # runs (``threading``'s), and without ``sitecustomize``. Then, once, the interpreter is re-executed with
 # address-space randomisation off, so that every address a candidate can print (``<generator
@@ -197,7 +197,6 @@ import ctypes, os, resource, signal, site, sys
 site.setquit()
 site.setcopyright()
 site.sethelper()
-sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
 _stack = resource.getrlimit(resource.RLIMIT_STACK)
 if _stack[1] != resource.RLIM_INFINITY and _stack[1] < 8 << 20:
     raise SystemExit(f"the hard limit on the C stack ({_stack[1]} bytes) is below the 8 MiB every candidate gets")

@@ -41,6 +41,17 @@ from concord.execution.harness.modes import _Reporter, _run_call, _run_stdin
 from concord.execution.harness.solution import _run_solution
 
 
+def _add_site_packages() -> None:
+    """The installation's site-packages on ``sys.path``, as ``site`` puts them, only now: on the
+    path in the runner, an import probing for a module the standard library lacks (``copy``'s
+    ``org.python.core``) listed them into importlib's cache, in the zygote's heap every child
+    inherits, so ``id()`` values and set orders followed what was installed there (eleventh red
+    team)."""
+    import site
+
+    sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
+
+
 def _child_main(fds: list[int], hello: dict) -> None:
     """Read this child's own job, isolate and limit this process, then run its role. Never returns."""
     # Where a setup failure is told: the unit's stderr pipe until it is placed on fd 2.
@@ -96,6 +107,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
         told = 2
         del hello, fds, pipes
         random.seed(0)  # a program drawing random numbers gives the same outputs on every run
+        _add_site_packages()
         run = {"stdin": _run_stdin, "call": _run_call, "solution": _run_solution, "checker": _serve_checks}[role]
         report = _Reporter(job["token"])
     except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr

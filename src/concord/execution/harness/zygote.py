@@ -174,21 +174,43 @@ def _oom_exempt() -> bool:
 
 
 def tid_offset() -> int | None:
-    """Where glibc keeps a thread's own id in its thread descriptor (``pthread_self()`` + this),
-    found in the calling thread as the one 32-bit slot holding its id; None when not exactly one
-    does. Called in the trusted parent, whose thread ids are large enough to be unambiguous."""
+    """Where glibc keeps a thread's own id in its thread descriptor (``pthread_self()`` + this):
+    the one 32-bit slot that holds each thread's own id in the calling thread and in two threads
+    started for the purpose; None when not exactly one does. One thread alone is ambiguous where
+    its id is small or looks like half a pointer (a caller that is PID 1 of a container: its
+    descriptor holds many 1s), and None sent the zygote down its other path, whose children have
+    another memory layout, so a candidate's ``id()`` and set orders depended on the caller's pid
+    (eleventh red team). Called in the trusted parent."""
+    import threading
+
+    found: list[set[int] | None] = [_tid_slots()]
+    for _ in range(2):
+        helper = threading.Thread(target=lambda: found.append(_tid_slots()), daemon=True)
+        helper.start()
+        helper.join()
+    if len(found) != 3 or any(slots is None for slots in found):
+        return None
+    common = set.intersection(*found)
+    return common.pop() if len(common) == 1 else None
+
+
+#: Bytes of a thread descriptor searched for its id: glibc keeps it at 720 on x86_64 and aarch64,
+#: well inside the descriptor (about 2.3 KiB), so the scan never reads past it.
+TID_SCAN = 1024
+
+
+def _tid_slots() -> set[int] | None:
+    """Offsets in this thread's descriptor whose 32-bit value is this thread's id."""
     import threading
 
     try:
         libc = ctypes.CDLL(None)
         libc.pthread_self.restype = ctypes.c_void_p
-        base = libc.pthread_self()
+        view = (ctypes.c_int32 * (TID_SCAN // 4)).from_address(libc.pthread_self())
         tid = threading.get_native_id()
-        view = (ctypes.c_int32 * 1024).from_address(base)
-        hits = [i for i in range(1024) if view[i] == tid]
+        return {4 * i for i in range(TID_SCAN // 4) if view[i] == tid}
     except (AttributeError, OSError, ValueError):
         return None
-    return 4 * hits[0] if len(hits) == 1 else None
 
 
 class _Cloner:
