@@ -1457,3 +1457,15 @@ def test_a_module_handed_to_a_check_in_the_server_changes_no_later_check():
     out = run_checks([("import builtins as f\n", hostile), (wrong, victim), (right, victim)], timeout_s=5.0,
                      memory_mb=256, workers=1)
     assert [o.status for o in out] == ["ok", "error", "ok"], out
+
+
+def test_an_exception_whose_name_and_message_raise_is_reported_by_its_class_name():
+    # A metaclass making __name__ a property that raises, and a __str__ that raises: the harness's
+    # report of the candidate's own error failed with it ("exited with status 1 before reporting";
+    # eleventh red team); the error now names the class.
+    program = ("class M(type):\n    @property\n    def __name__(cls):\n        raise RuntimeError('no name')\n"
+               "class E(Exception, metaclass=M):\n    def __str__(self):\n        raise RuntimeError('no str')\n"
+               "def f(x):\n    raise E()\n")
+    call = run_programs([program], ["1"], mode="call", fn_name="f", timeout_s=5.0, memory_mb=256)
+    stdin = run_programs([program + "f(1)\n"], [""], mode="stdin", timeout_s=5.0, memory_mb=256)
+    assert [(o.status, o.error) for row in call + stdin for o in row] == [("error", "E")] * 2

@@ -141,10 +141,12 @@ class _Unreadable(io.StringIO):
 
 
 def _short(exc: BaseException) -> str:
+    # The class's own name slot: a metaclass may make ``__name__`` a property that raises.
+    name = type.__dict__["__name__"].__get__(type(exc))
     try:
-        text = f"{type(exc).__name__}: {exc}"
+        text = f"{name}: {exc}"
     except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
-        text = type(exc).__name__
+        text = name
     return text if len(text) <= 300 else text[:297] + "..."
 
 
