@@ -188,16 +188,33 @@ def _start_time(pid: int) -> str | None:
     return stat.rpartition(")")[2].split()[19]  # field 22, counted after the command name
 
 
+def _pid_namespace() -> str:
+    """This process's PID namespace (its inode), or "0" where ``/proc`` does not say."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
 def base_name(pid: int | None = None) -> str:
-    """``concord-<pid>-<start>``: unique to one process for the machine's uptime."""
+    """``concord-<pidns>-<pid>-<start>``: unique to one process for the machine's uptime, and
+    naming the PID namespace in which its pid means that process."""
     pid = os.getpid() if pid is None else pid
-    return f"concord-{pid}-{_start_time(pid)}"
+    return f"concord-{_pid_namespace()}-{pid}-{_start_time(pid)}"
 
 
 def _is_stale(name: str) -> bool:
-    """A ``concord-<pid>[-<start>]`` group whose process is gone (an old ``concord-<pid>``: the pid
-    is dead; a live process of that pid may be its owner)."""
+    """A ``concord-<pidns>-<pid>-<start>`` group of this PID namespace whose process is gone, or
+    one of the older names (``concord-<pid>-<start>``, ``concord-<pid>``) whose process is gone (a
+    live process of that pid may be the owner of a ``concord-<pid>``). A group made in another
+    PID namespace is never judged: its pid names another process here, or none, and a caller in a
+    PID namespace of its own (a container's PID 1 beside the host's jobs in one cgroup) removed
+    the live groups of every process it could not see, which then failed to start its sandbox."""
     parts = name.split("-")
+    if len(parts) == 4:
+        if parts[1] != _pid_namespace() or not parts[2].isdigit():
+            return False
+        parts = parts[1:]
     if len(parts) not in (2, 3) or not parts[1].isdigit():
         return False
     start = _start_time(int(parts[1]))
