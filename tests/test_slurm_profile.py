@@ -7,6 +7,7 @@ run); the env files themselves are checked for exact pins and for TRL 1.16's vLL
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from importlib import metadata
@@ -195,3 +196,25 @@ def test_every_rule_env_exists_and_is_pinned():
     for env in envs:
         assert env.is_file(), f"rule conda env missing: {env}"
         _pins(yaml.safe_load(env.read_text()))
+
+
+def test_a_configuration_left_by_a_killed_cluster_is_recognised(tmp_path):
+    # A test session killed with -9 never stopped its cluster: its /etc/slurm/slurm.conf link
+    # stayed, and every later local cluster refused to start beside it.
+    from concord.cluster.local_slurm import _left_by_a_dead_cluster
+
+    state = tmp_path / "slurm0"
+    (state / "etc").mkdir(parents=True)
+    (state / "run").mkdir()
+    conf = state / "etc" / "slurm.conf"
+    conf.write_text("# A single-node Slurm cluster written by concord.cluster.local_slurm (state: x).\nClusterName=c\n")
+    link = tmp_path / "slurm.conf"
+    link.symlink_to(conf)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (state / "run" / "slurmctld.slurm.pid").write_text(f"{gone.pid}\n")
+    assert _left_by_a_dead_cluster(link)  # its controller's pid is gone
+    (state / "run" / "slurmctld.slurm.pid").write_text(f"{os.getpid()}\n")
+    assert _left_by_a_dead_cluster(link)  # the pid is another program's now
+    conf.write_text("ClusterName=someone-elses\n")
+    assert not _left_by_a_dead_cluster(link)  # not ours: never touched

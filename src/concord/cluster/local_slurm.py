@@ -365,9 +365,29 @@ def _port_open(port: int) -> bool:
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 
 
+def _left_by_a_dead_cluster(link: Path) -> bool:
+    """``link`` points to a configuration this module wrote for a cluster whose controller is no
+    longer running: a run killed before it could stop its cluster (``kill -9`` of a test session)
+    left it, and every later cluster refused to start beside it."""
+    target = Path(os.readlink(link))
+    try:
+        head = target.read_text().split("\n", 1)[0]
+        pid = int((target.parent.parent / "run" / "slurmctld.slurm.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    if "written by concord.cluster.local_slurm" not in head:
+        return False
+    try:
+        return b"slurmctld" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+
+
 def _link_system_conf(layout: Layout) -> None:
     if SYSTEM_CONF.is_symlink() and not SYSTEM_CONF.exists():
         SYSTEM_CONF.unlink()  # a link left by a cluster whose state folder is gone
+    if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) != layout.slurm_conf and _left_by_a_dead_cluster(SYSTEM_CONF):
+        SYSTEM_CONF.unlink()
     if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == layout.slurm_conf:
         return
     if SYSTEM_CONF.exists() or SYSTEM_CONF.is_symlink():
