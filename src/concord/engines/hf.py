@@ -10,6 +10,7 @@ under logits / temperature, and vLLM returns ``processed_logprobs`` (what TRL as
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Sequence
@@ -220,6 +221,12 @@ def static_cache(config, max_cache_len: int):
     a subset of fp32), and attention under autocast computes in bf16 either way. A subclass, as
     transformers offers no option for it; a no-op where the dtypes agree.
     """
+    return _static_cache_class()(config=config, max_cache_len=max_cache_len)
+
+
+@functools.cache
+def _static_cache_class():
+    """The subclass, made once (transformers is imported only where an engine runs)."""
     from transformers import StaticCache
 
     class _StaticCache(StaticCache):
@@ -228,7 +235,7 @@ def static_cache(config, max_cache_len: int):
                 value_states = value_states.to(key_states.dtype)
             return super().update(key_states, value_states, layer_idx, *args, **kwargs)
 
-    return _StaticCache(config=config, max_cache_len=max_cache_len)
+    return _StaticCache
 
 
 def cache_keyword(model) -> str:
