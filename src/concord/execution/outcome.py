@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 STATUSES = ("ok", "error", "timeout")
@@ -25,6 +24,14 @@ class Outcome:
         return self.status == "ok"
 
 
+# Upper bounds on a candidate's limits: what the kernel's interfaces take (select's timeout,
+# cgroup and rlimit values, tmpfs sizes) with room to spare. Larger values failed deep inside a
+# worker (OverflowError, EINVAL) instead of here (thirteenth red team).
+MAX_TIMEOUT_S = 86_400.0  # a day per input
+MAX_PROCS = 65_536
+MAX_TMP_MB = 1 << 20  # 1 TiB
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float
@@ -44,24 +51,24 @@ class Limits:
         return self.max_kept_output_bytes if self.max_kept_output_bytes is not None else 16 * self.max_output_bytes
 
     def __post_init__(self) -> None:
-        if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
-            raise ValueError(f"timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
+        if not (0 < self.timeout_s <= MAX_TIMEOUT_S):
+            raise ValueError(f"timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {self.timeout_s!r}")
         if self.memory_mb < 64:
             raise ValueError(f"memory_mb must be at least 64 (the interpreter needs it), got {self.memory_mb!r}")
         if self.max_output_bytes < 1:
             raise ValueError(f"max_output_bytes must be positive, got {self.max_output_bytes!r}")
         if self.max_kept_output_bytes is not None and self.max_kept_output_bytes < 1:
             raise ValueError(f"max_kept_output_bytes must be positive, got {self.max_kept_output_bytes!r}")
-        if self.max_procs < 1:
-            raise ValueError(f"max_procs must be >= 1, got {self.max_procs!r}")
-        if self.tmp_mb < 1:
-            raise ValueError(f"tmp_mb must be >= 1, got {self.tmp_mb!r}")
+        if not 1 <= self.max_procs <= MAX_PROCS:
+            raise ValueError(f"max_procs must be in [1, {MAX_PROCS}], got {self.max_procs!r}")
+        if not 1 <= self.tmp_mb <= MAX_TMP_MB:
+            raise ValueError(f"tmp_mb must be in [1, {MAX_TMP_MB}], got {self.tmp_mb!r}")
 
 
 def normalize_mode(mode: str) -> str:
     try:
         return MODES[mode]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(
             f"unknown execution mode {mode!r}; use 'stdin', 'call' (alias 'functional') or 'humaneval'"
         ) from None

@@ -17,6 +17,7 @@ import fcntl
 import functools
 import json
 import logging
+import operator
 import os
 import selectors
 import shutil
@@ -532,8 +533,9 @@ def run_programs(
     which its further outputs are errors.
     """
     mode = normalize_mode(mode)
-    programs = list(programs)
-    inputs = list(inputs)
+    programs = _as_list(programs, "programs")
+    inputs = _as_list(inputs, "inputs")
+    _check_workers(workers)
     _validate(programs, inputs, mode, fn_name)
     limits = Limits(float(timeout_s), int(memory_mb), int(max_output_bytes), int(max_procs), int(tmp_mb),
                     max_kept_output_bytes)
@@ -558,7 +560,12 @@ def run_checks(
 ) -> list[Outcome]:
     """HumanEval checks, a different one per solution: ``pairs`` of (solution, check); one
     outcome each, as ``run_programs(..., mode="humaneval")`` gives it, all in one pool."""
-    pairs = [(program, check) for program, check in pairs]
+    pairs = _as_list(pairs, "pairs")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (solution, check) pair, got {type(pair).__name__}"
+                             + (f" of length {len(pair)}" if isinstance(pair, (tuple, list)) else ""))
+    _check_workers(workers)
     programs, checks = [p for p, _ in pairs], [c for _, c in pairs]
     _validate(programs, checks, "humaneval", None)
     limits = Limits(float(timeout_s), int(memory_mb), int(max_output_bytes), int(max_procs), int(tmp_mb))
@@ -632,6 +639,25 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _as_list(values, name: str) -> list:
+    """``values`` as a list; a lone string is refused (it would run one job per character)."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of strings, not one {type(values).__name__}")
+    return list(values)
+
+
+def _check_workers(workers) -> None:
+    """``workers`` is None or a positive integer (any integral type; not a float, not NaN)."""
+    if workers is None:
+        return
+    try:
+        n = operator.index(workers)
+    except TypeError:
+        n = 0
+    if n < 1 or isinstance(workers, bool):
+        raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+
+
 def _validate(programs: list, inputs: list, mode: str, fn_name: str | None) -> None:
     for i, program in enumerate(programs):
         if program is not None and not isinstance(program, str):
@@ -651,7 +677,7 @@ def _validate(programs: list, inputs: list, mode: str, fn_name: str | None) -> N
         for k, text in enumerate(inputs):
             try:
                 parse_call_input(text)
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:  # JSON errors, ints past Python's digit limit, depth
                 raise ValueError(
                     f"inputs[{k}] is not LiveCodeBench call input (one JSON value per line): {exc}"
                 ) from exc

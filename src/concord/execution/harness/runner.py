@@ -130,9 +130,11 @@ class _Runner:
             while data:
                 data = data[os.write(memfd, data):]
             os.lseek(memfd, 0, os.SEEK_SET)
-            # The check server runs no candidate code: it needs no namespaces of its own (what it
-            # must be kept from -- the solution's process -- is in a PID namespace and uid of its own).
-            pidns = self.isolate and job["role"] != "checker"
+            # The check server too: a check is caller input (SC-MoA's assert tests are generated),
+            # and one that is not inert runs in a child of the server, which could fork a process
+            # of its own that outlived the check (thirteenth red team). As PID 1 of its own
+            # namespace the server takes everything below it along when it ends.
+            pidns = self.isolate
             socket.send_fds(sock, [b"pidns" if pidns else b"plain"], [memfd, *fds])
         finally:
             os.close(memfd)
