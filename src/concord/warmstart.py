@@ -36,7 +36,6 @@ parent's ``Process`` objects, not separate ``python -m`` processes started by Sn
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -224,10 +223,6 @@ def serve(directory: str, key: str) -> None:
             importlib.import_module(name)
         except Exception as error:  # a module a job would fail to import as well
             print(f"warm: not preloaded: {name}: {error}", file=sys.stderr, flush=True)
-    # The preloaded objects move to the collector's permanent generation: a child's collections
-    # then never walk (and so never copy on write) the millions of objects it inherits, which made
-    # a forked child slower than a fresh process (a 2.9 s sandboxed execution took 4.2 s).
-    gc.freeze()
     others = _other_threads()
     if others:
         raise SystemExit(f"concord.warmstart: threads {others} after the imports: forking is unsafe")
