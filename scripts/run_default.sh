@@ -6,12 +6,6 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# Warm start (src/concord/warmstart.py): jobs fork from an interpreter that imported torch,
-# transformers and TRL once, where each would import them afresh (~5 s a job). CONCORD_WARM=0: off.
-if [ "${CONCORD_WARM:-1}" != 0 ]; then
-  export CONCORD_WARM_DIR="$(mktemp -d "${TMPDIR:-/tmp}/concord-warm.XXXXXX")" CONCORD_WARM_OWNER=$$
-  trap 'python -m concord.warmstart stop "$CONCORD_WARM_DIR" || true; rm -rf "$CONCORD_WARM_DIR"' EXIT
-fi
 snakemake --cores "${CORES:-$(nproc)}" --rerun-incomplete --printshellcmds "$@"
 snakemake --cores 1 --report results/report.html >/dev/null 2>&1 && echo "[run] HTML report: results/report.html" || echo "[run] (report not built)"
 echo "[run] done in $(( $(date +%s) - start )) s; results under results/"
