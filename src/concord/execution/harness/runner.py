@@ -263,7 +263,12 @@ class _Runner:
             if not unit.setup:  # no candidate code ran: the failure is ours (the token proves it)
                 raise RuntimeError(bytes(unit.err).decode("utf-8", "replace").strip()
                                    or f"sandbox setup failed ({_death(status, b'')})")
-            stop = {"status": "error", "error": _death(status, unit.err)}
+            # A check server that ended mid-check is reaped through its namespace's intermediate
+            # process, whose status (0, or our SIGKILL) says nothing of how the server ended, and
+            # which of the two one gets is a race: one text, the same on every rerun (fifteenth
+            # red team: "exited with status 0" or "killed" for one call).
+            error = SERVER_ENDED if checker is not None else _death(status, unit.err)
+            stop = {"status": "error", "error": error}
         self.emit({"k": unit.k, "output": None, **stop})
         return unit.k + 1
 
@@ -432,6 +437,10 @@ def _kill(pid: int, group: bool) -> None:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+#: a HumanEval unit whose check server ended before the check reported
+SERVER_ENDED = "the check server ended before the check reported (memory, process or CPU limit, or a signal)"
 
 
 def _reap(pids: list[int]) -> int:
