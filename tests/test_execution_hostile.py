@@ -367,7 +367,7 @@ def test_without_root_children_shed_the_user_namespace_capabilities():
 
 
 #: a wrong solution that, on the input it should reject, writes a forged reply of 2.7 million tiny
-#: objects (27 MB, under the reply cap) for the check server to parse
+#: objects (32 MB, under the reply cap) for the check server to parse
 FORGED_REPLY = """
 import os
 def total(xs):
