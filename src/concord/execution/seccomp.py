@@ -80,7 +80,13 @@ threat a candidate program poses:
   ``MADV_PAGEOUT`` (EPERM): *page-cache residency of shared files, evicted by one candidate and
   probed by another, is a channel across workers and across runs*. Reading a file and timing it
   still tells whether it was cached; without eviction a sender can only load pages once
-  (``docs/sandbox.md``).
+  (``docs/sandbox.md``);
+* ``getrusage`` (EPERM), and ``wait4``/``waitid`` given a resource-usage buffer (EPERM; libc's
+  ``waitpid`` and ``waitid`` pass none): *a candidate's own major-fault count tells, exactly and
+  without timing, whether the page it just touched was in the page cache*: touching one page of
+  each of 16 rarely read library files, a candidate read 16 bits another left in an earlier call
+  by reading them (48 of 48 bits, sixteenth red team). ``time.process_time`` reads
+  ``clock_gettime``; ``resource`` is out of the reliability guard's reach anyway.
 """
 
 from __future__ import annotations
@@ -91,7 +97,7 @@ import os
 import tempfile
 
 __all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "ENOSYS_CALLS", "FCNTL_REFUSED", "NAMESPACE_FLAGS",
-           "CLONE_PIDFD", "FUTEX_PRIVATE"]
+           "CLONE_PIDFD", "FUTEX_PRIVATE", "RUSAGE_ARGUMENT"]
 
 NAMESPACE_FLAGS = {
     "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -108,8 +114,11 @@ REFUSED = (
     "lookup_dcookie", "vhangup", "iopl", "ioperm", "socket", "socketpair", "flock", "inotify_init",
     "inotify_init1", "inotify_add_watch", "mincore", "cachestat",
     "pipe", "pipe2", "mq_open", "io_setup", "shmget", "pidfd_open", "mknod", "mknodat",
-    "epoll_create", "epoll_create1", "open_tree_attr", "listmount", "statmount",
+    "epoll_create", "epoll_create1", "open_tree_attr", "listmount", "statmount", "getrusage",
 )
+# Calls refused only when given a resource-usage buffer (its argument index): the major-fault
+# count in it tells whether a shared file's page was cached (see getrusage above).
+RUSAGE_ARGUMENT = {"wait4": 3, "waitid": 4}
 CLONE_PIDFD = 0x00001000
 # libc falls back to the older call (clone, preadv, pwritev); the futex2 calls (5.16, 6.7), which
 # glibc does not make, take their shared/private choice in memory or a flags word: see FUTEX_PRIVATE
@@ -171,6 +180,8 @@ def filter_bpf() -> bytes:
                 f.add_rule(sc.ERRNO(errno.ENOSYS), numbers[name])
             continue
     f.add_rule(eperm, "futex", sc.Arg(1, sc.MASKED_EQ, FUTEX_PRIVATE, 0))
+    for name, index in RUSAGE_ARGUMENT.items():
+        f.add_rule(eperm, name, sc.Arg(index, sc.NE, 0))
     for name in NO_OP_CALLS:  # setsid: the session stays the same; fadvise64: nothing evicted
         f.add_rule(sc.ERRNO(0), name)
     f.add_rule(eperm, "prctl", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, PR_SET_MEMORY_MERGE))

@@ -63,12 +63,13 @@ def _serve(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
     # Everything alive now is shared, copy-on-write, with every child: out of the collector's
     # sight, so a child's collections never walk (and so never copy) the inherited pages.
     gc.freeze()
+    totals = _CollectorTotals()
     sock.send(b"ready")
     while True:
-        _order(sock, clone, hello)
+        _order(sock, clone, hello, totals)
 
 
-def _order(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
+def _order(sock: socket.socket, clone: _Cloner, hello: dict, totals: "_CollectorTotals") -> None:
     """Read one order and carry it out: a child, with or without a PID namespace; or the second
     zygote, which serves on the socket that comes with the order. Returns in the zygote only.
 
@@ -77,7 +78,14 @@ def _order(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
     child's heap addresses, and so the order of its sets of objects hashed by identity and its
     ``id()`` values, would otherwise depend on how many children its zygote cloned before (the
     same program on the same input printed 7 orders in 18 runs), a rerun would not reproduce its
-    outputs, and the count itself would reach a candidate."""
+    outputs, and the count itself would reach a candidate.
+
+    The collection leaves ``gc.get_stats()`` as it found it (:class:`_CollectorTotals`): its
+    totals grew by one per order, and every child inherited them, so a candidate read how many
+    units its worker had run, in this call and earlier ones (a rerun printed 3, 4, 5, 6), and a
+    HumanEval solution that made its check server restart told the next candidate one bit per
+    unit (sixteenth red team). A collection it must be: it also empties the interpreter's free
+    lists, without which each order left one more object in them and every child's heap differed."""
     try:
         # An order is a word: a buffer this small comes from Python's own allocator, restored
         # exactly when the order's objects die (a 4 KiB one came from the C allocator, whose
@@ -89,7 +97,7 @@ def _order(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
         os._exit(0)  # the runner is gone
     try:
         pidns = msg == b"pidns"
-        gc.collect()
+        totals.collect()
         child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
     except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
         for fd in fds:
@@ -104,6 +112,65 @@ def _order(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
     for fd in fds:
         os.close(fd)
     sock.send(str(max(child, 0)).encode())
+
+
+class _CollectorTotals:
+    """A full collection that leaves the totals ``gc.get_stats()`` reports as they were.
+
+    CPython has no call to reset them, so they are found once, in the interpreter's own state:
+    the nine words (collections, collected, uncollectable of each generation) that equal what
+    ``gc.get_stats()`` reports, looked for near the interpreter state within its own mapping,
+    and accepted only when a collection moves exactly them and writing them back is what
+    ``gc.get_stats()`` then reports. Elsewhere (another interpreter, or no unique match) a plain
+    ``gc.collect()``, whose totals a child can read."""
+
+    def __init__(self) -> None:
+        self.words = None
+        try:
+            self.words = self._find()
+        except Exception:  # noqa: BLE001 -- a plain collection then
+            self.words = None
+
+    @staticmethod
+    def _totals() -> list:
+        return [int(g[k]) for g in gc.get_stats() for k in ("collections", "collected", "uncollectable")]
+
+    def _find(self):
+        get = ctypes.pythonapi.PyInterpreterState_Get
+        get.restype = ctypes.c_void_p
+        start = get()
+        end = None
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                low, high = (int(x, 16) for x in line.split()[0].split("-"))
+                if low <= start < high:
+                    end = min(high, start + (1 << 20))
+                    break
+        if end is None:
+            return None
+        gc.collect()  # totals no other state shares: each generation's collections differ now
+        want = self._totals()
+        size = ctypes.sizeof(ctypes.c_ssize_t)
+        memory = ctypes.string_at(start, end - start)
+        pattern = b"".join(int(x).to_bytes(size, "little", signed=True) for x in want)
+        at = memory.find(pattern)
+        if at < 0 or at % size or memory.find(pattern, at + 1) >= 0:
+            return None
+        words = (ctypes.c_ssize_t * len(want)).from_address(start + at)
+        gc.collect()
+        after = self._totals()
+        if list(words) != after or after == want:
+            return None
+        words[:] = want
+        return words if self._totals() == want else None
+
+    def collect(self) -> None:
+        if self.words is None:
+            gc.collect()
+            return
+        saved = list(self.words)
+        gc.collect()
+        self.words[:] = saved
 
 
 def _second_zygote(fds: list[int], clone: _Cloner, hello: dict) -> None:
