@@ -682,16 +682,23 @@ def test_the_collectors_state_a_program_sees_repeats_whatever_ran_before():
     # restart (a module for the entry point) told the next candidate one bit (sixteenth red team).
     from concord.execution import run_checks
 
+    # A check (generated ones are adversaries too) read the same of its check server's collections.
+    honest = ("def f(x):\n    return x\n", "def check(c):\n    assert c(1) == 1\ncheck(f)\n")
+    reading = ("def f(x):\n    return x\n", "import gc\ndef check(c):\n    raise ValueError(str(gc.get_stats()))\n"
+               "check(f)\n")
     runner._POOL.close_all()
     first = run_programs([COLLECTOR], ["", ""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)
-    run_checks([("import math as f\n", "def check(c):\n    assert c(1) == 1\ncheck(f)\n"),
-                ("def f(x):\n    return x\n", "def check(c):\n    assert c(1) == 1\ncheck(f)\n")] * 2,
+    checks_first = run_checks([reading], timeout_s=5.0, memory_mb=256, workers=1)
+    run_checks([("import math as f\n", "def check(c):\n    assert c(1) == 1\ncheck(f)\n"), honest] * 2 + [honest] * 3,
                timeout_s=5.0, memory_mb=256, workers=1)
     run_programs(["def f(x):\n    return [x] * 3\n"], ["1", "2"], mode="call", fn_name="f", timeout_s=5.0,
                  memory_mb=256, workers=1)
     later = run_programs([COLLECTOR], ["", ""], mode="stdin", timeout_s=5.0, memory_mb=256, workers=1)
+    checks_later = run_checks([honest] * 3 + [reading], timeout_s=5.0, memory_mb=256, workers=1)
     seen = {o.output for row in first + later for o in row}
     assert len(seen) == 1 and seen.pop().startswith("True "), seen  # the collector on, as in any interpreter
+    read = {checks_first[0].error, checks_later[-1].error}
+    assert len(read) == 1 and "collections" in read.pop(), (checks_first, checks_later)
 
 
 def test_an_honest_output_naming_a_small_hex_number_is_graded_as_written():

@@ -8,6 +8,7 @@ they share one namespace. Standard library only.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import sys
 
@@ -86,3 +87,77 @@ def _check(rc: int, what: str) -> None:
     if rc != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+class _CollectorTotals:
+    """A full collection that leaves the totals ``gc.get_stats()`` reports as they were.
+
+    CPython has no call to reset them, so they are found once, in the interpreter's own state:
+    the nine words (collections, collected, uncollectable of each generation) that equal what
+    ``gc.get_stats()`` reports, looked for near the interpreter state within its own mapping,
+    and accepted only when a collection moves exactly them and writing them back is what
+    ``gc.get_stats()`` then reports. Elsewhere (another interpreter, or no unique match) a plain
+    ``gc.collect()``, whose totals a child can read."""
+
+    def __init__(self) -> None:
+        self.words = None
+        try:
+            self.words = self._find()
+        except Exception:  # noqa: BLE001 -- a plain collection then
+            self.words = None
+
+    @staticmethod
+    def _totals() -> list:
+        return [int(g[k]) for g in gc.get_stats() for k in ("collections", "collected", "uncollectable")]
+
+    def _find(self):
+        get = ctypes.pythonapi.PyInterpreterState_Get
+        get.restype = ctypes.c_void_p
+        start = get()
+        end = None
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                low, high = (int(x, 16) for x in line.split()[0].split("-"))
+                if low <= start < high:
+                    end = min(high, start + (1 << 20))
+                    break
+        if end is None:
+            return None
+        gc.collect()  # totals no other state shares: each generation's collections differ now
+        want = self._totals()
+        size = ctypes.sizeof(ctypes.c_ssize_t)
+        memory = ctypes.string_at(start, end - start)
+        pattern = b"".join(int(x).to_bytes(size, "little", signed=True) for x in want)
+        at = memory.find(pattern)
+        if at < 0 or at % size or memory.find(pattern, at + 1) >= 0:
+            return None
+        words = (ctypes.c_ssize_t * len(want)).from_address(start + at)
+        gc.collect()
+        after = self._totals()
+        if list(words) != after or after == want:
+            return None
+        words[:] = want
+        return words if self._totals() == want else None
+
+    def collect(self) -> None:
+        if self.words is None:
+            gc.collect()
+            return
+        saved = list(self.words)
+        gc.collect()
+        self.words[:] = saved
+
+
+#: The totals' place, found by the first zygote before it serves (``harness.zygote._serve``) and
+#: inherited by every process cloned from it (its second zygote, check servers, children).
+_TOTALS: list = []
+
+
+def _collect() -> None:
+    """``gc.collect()`` that leaves the totals ``gc.get_stats()`` reports as they were (where
+    :class:`_CollectorTotals` found them): a zygote's or a check server's collections would
+    otherwise tell every process cloned from it how much work came before (sixteenth red team)."""
+    if _TOTALS and _TOTALS[0].words is not None:
+        _TOTALS[0].collect()
+    else:
+        gc.collect()

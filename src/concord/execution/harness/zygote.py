@@ -30,7 +30,10 @@ from concord.execution.harness.base import (
     CLONE_CHILD_SETTID,
     CLONE_NEWPID,
     CLONE_PARENT,
+    _TOTALS,
+    _CollectorTotals,
     _check,
+    _collect,
     _fork,
 )
 from concord.execution.harness.child import _child_main
@@ -63,13 +66,14 @@ def _serve(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
     # Everything alive now is shared, copy-on-write, with every child: out of the collector's
     # sight, so a child's collections never walk (and so never copy) the inherited pages.
     gc.freeze()
-    totals = _CollectorTotals()
+    if not _TOTALS:  # found once, in the first zygote; its clones share its address space's layout
+        _TOTALS.append(_CollectorTotals())
     sock.send(b"ready")
     while True:
-        _order(sock, clone, hello, totals)
+        _order(sock, clone, hello)
 
 
-def _order(sock: socket.socket, clone: _Cloner, hello: dict, totals: "_CollectorTotals") -> None:
+def _order(sock: socket.socket, clone: _Cloner, hello: dict) -> None:
     """Read one order and carry it out: a child, with or without a PID namespace; or the second
     zygote, which serves on the socket that comes with the order. Returns in the zygote only.
 
@@ -80,7 +84,7 @@ def _order(sock: socket.socket, clone: _Cloner, hello: dict, totals: "_Collector
     same program on the same input printed 7 orders in 18 runs), a rerun would not reproduce its
     outputs, and the count itself would reach a candidate.
 
-    The collection leaves ``gc.get_stats()`` as it found it (:class:`_CollectorTotals`): its
+    The collection leaves ``gc.get_stats()`` as it found it (:func:`_collect`): its
     totals grew by one per order, and every child inherited them, so a candidate read how many
     units its worker had run, in this call and earlier ones (a rerun printed 3, 4, 5, 6), and a
     HumanEval solution that made its check server restart told the next candidate one bit per
@@ -97,7 +101,7 @@ def _order(sock: socket.socket, clone: _Cloner, hello: dict, totals: "_Collector
         os._exit(0)  # the runner is gone
     try:
         pidns = msg == b"pidns"
-        totals.collect()
+        _collect()
         child = clone(CLONE_NEWPID if pidns else 0) if clone.ok else _fork_through_middle(pidns)
     except Exception as exc:  # noqa: BLE001 -- tell the runner, keep serving
         for fd in fds:
@@ -112,65 +116,6 @@ def _order(sock: socket.socket, clone: _Cloner, hello: dict, totals: "_Collector
     for fd in fds:
         os.close(fd)
     sock.send(str(max(child, 0)).encode())
-
-
-class _CollectorTotals:
-    """A full collection that leaves the totals ``gc.get_stats()`` reports as they were.
-
-    CPython has no call to reset them, so they are found once, in the interpreter's own state:
-    the nine words (collections, collected, uncollectable of each generation) that equal what
-    ``gc.get_stats()`` reports, looked for near the interpreter state within its own mapping,
-    and accepted only when a collection moves exactly them and writing them back is what
-    ``gc.get_stats()`` then reports. Elsewhere (another interpreter, or no unique match) a plain
-    ``gc.collect()``, whose totals a child can read."""
-
-    def __init__(self) -> None:
-        self.words = None
-        try:
-            self.words = self._find()
-        except Exception:  # noqa: BLE001 -- a plain collection then
-            self.words = None
-
-    @staticmethod
-    def _totals() -> list:
-        return [int(g[k]) for g in gc.get_stats() for k in ("collections", "collected", "uncollectable")]
-
-    def _find(self):
-        get = ctypes.pythonapi.PyInterpreterState_Get
-        get.restype = ctypes.c_void_p
-        start = get()
-        end = None
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                low, high = (int(x, 16) for x in line.split()[0].split("-"))
-                if low <= start < high:
-                    end = min(high, start + (1 << 20))
-                    break
-        if end is None:
-            return None
-        gc.collect()  # totals no other state shares: each generation's collections differ now
-        want = self._totals()
-        size = ctypes.sizeof(ctypes.c_ssize_t)
-        memory = ctypes.string_at(start, end - start)
-        pattern = b"".join(int(x).to_bytes(size, "little", signed=True) for x in want)
-        at = memory.find(pattern)
-        if at < 0 or at % size or memory.find(pattern, at + 1) >= 0:
-            return None
-        words = (ctypes.c_ssize_t * len(want)).from_address(start + at)
-        gc.collect()
-        after = self._totals()
-        if list(words) != after or after == want:
-            return None
-        words[:] = want
-        return words if self._totals() == want else None
-
-    def collect(self) -> None:
-        if self.words is None:
-            gc.collect()
-            return
-        saved = list(self.words)
-        gc.collect()
-        self.words[:] = saved
 
 
 def _second_zygote(fds: list[int], clone: _Cloner, hello: dict) -> None:
