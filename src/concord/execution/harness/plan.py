@@ -40,14 +40,17 @@ def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
     solution answers: those in the leading statements of its body that are plain (``assert``,
     expression, assignment to names other than the parameter), each with at most one call of the
     parameter whose arguments are literals, outside anything that evaluates lazily or
-    conditionally. The plan ends at the first statement that is not such. Anything unexpected
+    conditionally, reading no name that may reach the solution other than the parameter (only
+    built-ins, the check's imports and names earlier planned statements assigned). The plan ends
+    at the first statement that is not such. Anything unexpected
     gives no plan. ``early``: nothing the check runs before ``check(<entry point>)`` can call the
     solution (:func:`_calls_nothing`), so the planned calls may run as soon as the solution is
     defined, in the same round trip as its names. ``check``: its source, or the source parsed."""
     try:
-        body = (check if isinstance(check, ast.Module) else ast.parse(check)).body
+        module = check if isinstance(check, ast.Module) else ast.parse(check)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None, [], False
+    body = module.body
     last = body[-1] if body else None
     if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and isinstance(last.value.func, ast.Name)
             and last.value.func.id == "check" and len(last.value.args) == 1 and not last.value.keywords
@@ -59,7 +62,20 @@ def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
     if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or len(fn.args.args) != 1 or any(
             (fn.args.posonlyargs, fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg, fn.args.defaults)):
         return entry, [], False
+    module_level = _bound(body[:-1])
+    if entry in module_level:
+        # The check rebinds the name it hands over (``f = g``): the calls go to whatever that
+        # is, which the solution's own ``f`` must not answer in advance (sixteenth red team).
+        return entry, [], False
     param = fn.args.args[0].arg
+    # Names a planned statement may read: none of them can reach the solution. Built-ins the
+    # check keeps (harness.checks: only the names it hands the entry point by are the
+    # solution's), modules the check imports, and what earlier planned statements assigned.
+    imported = {(alias.asname or alias.name).partition(".")[0] for stmt in body
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)) for alias in stmt.names}
+    handed = _candidate_names(module) | {entry}
+    safe = {name for name in vars(builtins) if name not in module_level and name not in handed}
+    safe |= {name for name in imported if module_level.count(name) == 1 and name not in handed}
     calls: list = []
     for stmt in fn.body:
         if isinstance(stmt, ast.Pass):
@@ -72,10 +88,20 @@ def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
             expr = stmt.value
         else:
             break
+        # A statement that reads any other name (the solution's ``push``, the check's own helper,
+        # the entry point by its global name) may call the solution: the plan ends before it, so
+        # the solution never answers a later call before an earlier one of another of its
+        # functions (``push(7); assert candidate() == 7``: a wrong ``top`` passed and an honest
+        # one failed, sixteenth red team).
+        if any(isinstance(n, ast.Name) and n.id != param and n.id not in safe for n in ast.walk(stmt)
+               if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))):
+            break
         found = _literal_call(expr, param)
         if found is None:
             break
         calls += found
+        if isinstance(stmt, ast.Assign):
+            safe |= {t.id for t in stmt.targets}
     return entry, calls, _calls_nothing(body[:-1])
 
 
