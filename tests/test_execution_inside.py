@@ -160,3 +160,52 @@ def test_only_checks_that_can_change_nothing_share_the_check_servers_process():
                      "def check(c):\n    (x for x in [1]).gi_frame.f_builtins['all'] = len\ncheck(f)\n"):
         assert not _inert(*_parse_check(stateful)), stateful
     assert _inert(*_parse_check("def check(c):\n    assert sorted(c([2, 1])) == [1, 2]\ncheck(f)\n"))
+
+
+_THREAD_AND_CHILD_WAITING = r"""
+import os, subprocess, sys, threading, time
+from concord.execution.harness.clock import _RunDelays
+
+cpu = min(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})  # one CPU, shared with a spinner: whatever runs here waits for it
+WORK = "import threading, time\n" \
+       "def spin():\n    t = time.process_time()\n    while time.process_time() - t < 0.6: pass\n" \
+       "worker = threading.Thread(target=spin)\nworker.start()\nworker.join()\n"
+spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+try:
+    unit = subprocess.Popen([sys.executable, "-c", WORK])  # its main thread only joins
+    main_thread = os.open(f"/proc/{unit.pid}/schedstat", os.O_RDONLY)  # the main thread's alone
+    delays = _RunDelays([unit.pid], everyone=False)
+    def main_waited():
+        text = os.pread(main_thread, 512, 0).split()
+        return int(text[1]) / 1e9 if len(text) > 1 else None
+    counted = main = 0.0
+    start, main_start = delays.seconds(), main_waited()
+    while unit.poll() is None:
+        counted = delays.seconds() - start
+        now = main_waited()
+        main = main if now is None else now - main_start
+        time.sleep(0.05)
+finally:
+    spinner.kill()
+    spinner.wait()
+print(round(counted, 3), round(main, 3))
+"""
+
+
+def test_a_units_waits_for_a_cpu_count_the_threads_that_wait_not_only_its_main_one():
+    # The clock charges a unit the larger of its CPU time and its wall time less its waits for a
+    # CPU. Only the main threads were read: a program working in a thread (its main thread asleep
+    # in join), or a check run in a child of its server, had its waits charged as time used and
+    # timed out under a loaded host where the same work in a main thread passed (sixteenth red team).
+    import subprocess
+    import sys
+
+    from support import REPO
+
+    proc = subprocess.run([sys.executable, "-c", _THREAD_AND_CHILD_WAITING], capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counted, main_only = (float(x) for x in proc.stdout.split())
+    # 0.6 CPU-seconds beside a spinner on one CPU: about as long waiting, all of it in the thread
+    assert counted >= 0.25 and main_only < 0.1, (counted, main_only)

@@ -45,9 +45,68 @@ class _CpuUsage:
             return None
 
 
+class _RunDelays:
+    """Run-queue waits (``schedstat``'s run delay) of every task of a unit of work, in seconds:
+    each thread of each of its processes, the ones it starts too. Inside the sandbox (its own PID
+    namespace, ``everyone``) that is every task but this runner's; elsewhere the threads of the
+    unit's own processes. *Why*: only the main threads of the solution and the check server were
+    read, so a program working in a thread, or a check forked into a child of its server (any
+    check that imports), had its waits for a CPU charged as time used, and timed out under a
+    loaded host where the same work in a main thread passed (4 of 4 against 0 of 4; sixteenth
+    red team). A task's file is opened once and kept: a later task that reuses its id is another
+    file, counted from nothing; a task that ends keeps what it had waited."""
+
+    def __init__(self, pids: list[int], everyone: bool) -> None:
+        self.pids, self.everyone, self.own = pids, everyone, os.getpid()
+        self.files: dict[int, int] = {}  # task id -> its schedstat, open
+        self.seen: dict[int, int] = {}  # task id -> its run delay when last read (ns)
+        self.ended = 0  # ns waited by tasks read before and gone since
+
+    def close(self) -> None:
+        for fd in self.files.values():
+            os.close(fd)
+        self.files.clear()
+
+    def _processes(self) -> list:
+        if not self.everyone:
+            return self.pids
+        try:
+            return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != self.own]
+        except OSError:
+            return self.pids
+
+    def seconds(self) -> float:
+        for tid, fd in list(self.files.items()):
+            try:
+                self.seen[tid] = int(_read(fd).split()[1])
+            except (ValueError, IndexError):  # ended and reaped: what it waited stays counted
+                os.close(fd)
+                del self.files[tid]
+                self.ended += self.seen.pop(tid, 0)
+        for pid in self._processes():
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for name in tasks:
+                tid = int(name)
+                if tid in self.files:
+                    continue
+                fd = _open(f"/proc/{pid}/task/{name}/schedstat")
+                try:
+                    self.seen[tid] = int(_read(fd).split()[1])
+                except (ValueError, IndexError):
+                    if fd is not None:
+                        os.close(fd)
+                    continue
+                self.files[tid] = fd
+        return (self.ended + sum(self.seen.values())) / 1e9
+
+
 class _Clock:
     """How much of ``timeout`` the current unit of work has used: the larger of its CPU time and
-    its wall-clock time less the time its processes waited for a CPU; plus a wall-clock backstop.
+    its wall-clock time less the time its tasks waited for a CPU (:class:`_RunDelays`); plus a
+    wall-clock backstop.
 
     Its CPU time includes the runner's own since the unit's clock started: the runner reads,
     frames and forwards what the candidate writes, work the candidate decides. A candidate writing
@@ -60,17 +119,18 @@ class _Clock:
     the unit's processes are opened once, when the clock is made: they stay the files of those
     processes (never of a later one that reuses a pid) and read as empty once they are reaped."""
 
-    def __init__(self, cpu_usage: _CpuUsage | None, pids: list[int], timeout: float) -> None:
+    def __init__(self, cpu_usage: _CpuUsage | None, pids: list[int], timeout: float, everyone: bool = False) -> None:
         self.cpu_usage, self.timeout, self.pids = cpu_usage, timeout, pids
-        self.schedstat = [_open(f"/proc/{pid}/schedstat") for pid in pids]
+        self.delays = _RunDelays(pids, everyone)
         self.stat: list | None = None  # opened when there is no cgroup to read
         self.restart()
 
     def close(self) -> None:
-        for fd in self.schedstat + (self.stat or []):
+        self.delays.close()
+        for fd in self.stat or []:
             if fd is not None:
                 os.close(fd)
-        self.schedstat, self.stat = [], []
+        self.stat = []
 
     def restart(self) -> None:
         self.t0 = time.monotonic()
@@ -104,13 +164,7 @@ class _Clock:
         return total / _CLK_TCK
 
     def waited(self) -> float:
-        total = 0
-        for fd in self.schedstat:
-            try:
-                total += int(_read(fd).split()[1])  # run_delay: ns spent runnable but not running
-            except (ValueError, IndexError):
-                pass
-        return total / 1e9
+        return self.delays.seconds()
 
     def in_time(self) -> bool:
         """Is the unit of work still within its limit? Asked again when a result arrives, so a

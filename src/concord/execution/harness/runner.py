@@ -237,7 +237,8 @@ class _Runner:
         last = len(job["inputs"]) if job["mode"] == "call" else start + 1
         unit = _Unit(start)
         reader = FrameReader(token, start, last, int(job["max_output_bytes"]))
-        clock = _Clock(self.cpu_usage, pids + ([checker] if checker else []), float(job["timeout_s"]))
+        clock = _Clock(self.cpu_usage, pids + ([checker] if checker else []), float(job["timeout_s"]),
+                       everyone=self.isolate)
         try:
             self._read(unit, job["mode"], start, reader, clock, {out_r: "out", err_r: "err"})
         finally:
