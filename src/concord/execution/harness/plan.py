@@ -41,7 +41,7 @@ def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
     expression, assignment to names other than the parameter), each with at most one call of the
     parameter whose arguments are literals, outside anything that evaluates lazily or
     conditionally, reading no name that may reach the solution other than the parameter (only
-    built-ins, the check's imports and names earlier planned statements assigned). The plan ends
+    pure built-ins and names earlier planned statements assigned). The plan ends
     at the first statement that is not such. Anything unexpected
     gives no plan. ``early``: nothing the check runs before ``check(<entry point>)`` can call the
     solution (:func:`_calls_nothing`), so the planned calls may run as soon as the solution is
@@ -68,14 +68,14 @@ def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
         # is, which the solution's own ``f`` must not answer in advance (sixteenth red team).
         return entry, [], False
     param = fn.args.args[0].arg
-    # Names a planned statement may read: none of them can reach the solution. Built-ins the
-    # check keeps (harness.checks: only the names it hands the entry point by are the
-    # solution's), modules the check imports, and what earlier planned statements assigned.
-    imported = {(alias.asname or alias.name).partition(".")[0] for stmt in body
-                if isinstance(stmt, (ast.Import, ast.ImportFrom)) for alias in stmt.names}
+    # Names a planned statement may read: none of them can reach the solution. The pure
+    # built-ins the check keeps (harness.checks: only the names it hands the entry point by are
+    # the solution's) and what earlier planned statements assigned. Not the built-ins that reach
+    # names by string (`globals()["push"](7)`, `eval`, `locals()["candidate"]`), nor the check's
+    # imports (`sys._getframe(0).f_locals`): both let a statement call the solution unseen
+    # (seventeenth red team).
     handed = _candidate_names(module) | {entry}
-    safe = {name for name in vars(builtins) if name not in module_level and name not in handed}
-    safe |= {name for name in imported if module_level.count(name) == 1 and name not in handed}
+    safe = {name for name in _PURE_BUILTINS if name not in module_level and name not in handed}
     calls: list = []
     for stmt in fn.body:
         if isinstance(stmt, ast.Pass):
