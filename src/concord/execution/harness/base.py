@@ -123,7 +123,7 @@ class _CollectorTotals:
                     break
         if end is None:
             return None
-        gc.collect()  # totals no other state shares: each generation's collections differ now
+        gc.collect()  # now each generation's count of collections differs: a pattern hard to meet by chance
         want = self._totals()
         size = ctypes.sizeof(ctypes.c_ssize_t)
         memory = ctypes.string_at(start, end - start)

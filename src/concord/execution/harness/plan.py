@@ -93,8 +93,8 @@ def _planned_calls(check: str | ast.Module) -> tuple[str | None, list, bool]:
         # the solution never answers a later call before an earlier one of another of its
         # functions (``push(7); assert candidate() == 7``: a wrong ``top`` passed and an honest
         # one failed, sixteenth red team).
-        if any(isinstance(n, ast.Name) and n.id != param and n.id not in safe for n in ast.walk(stmt)
-               if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))):
+        if any(isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store) and n.id != param and n.id not in safe
+               for n in ast.walk(stmt)):
             break
         found = _literal_call(expr, param)
         if found is None:
