@@ -274,12 +274,13 @@ STALE_GROUPS = (
     "                      'foreign_kept': all(d.exists() for d in foreign),\n"
     "                      'bases': [b.name for b in cgroups.base_groups()], 'pid': os.getpid()}))\n"
     "finally:\n"
-    "    for d in old + foreign:\n"
-    "        d.rmdir()\n"
-    "    for d in foreign:\n"
-    "        d.parent.rmdir()\n"
-    "    for p in parents:\n"
-    "        (p / f'concord-{os.getpid()}').rmdir()\n"
+    # A caller in another PID namespace (the layout test's `unshare --pid`, on the other test
+    # worker) cannot judge the old names by pid, so it may have swept these already.
+    "    for d in old + foreign + [d.parent for d in foreign] + [p / f'concord-{os.getpid()}' for p in parents]:\n"
+    "        try:\n"
+    "            d.rmdir()\n"
+    "        except FileNotFoundError:\n"
+    "            pass\n"
 )
 
 
