@@ -366,6 +366,59 @@ def test_without_root_children_shed_the_user_namespace_capabilities():
     assert proc.stdout.strip().splitlines()[-1] == "['0000000000000000', '42']"
 
 
+#: forks three spinners and outlives them in a loop of short sleeps: with its processes' CPU
+#: uncounted, it ran to the 3x wall-clock backstop on two CPUs (about 6 CPU-s on a 1 s limit)
+FORK_SPINNERS = """
+import posix, time
+try:
+    for _ in range(3):
+        if posix.fork() == 0:
+            while True:
+                pass
+except OSError:
+    pass
+t0 = time.monotonic()
+while time.monotonic() - t0 < 5:
+    time.sleep(0.01)
+"""
+#: what a candidate may start there: a thread, not a process (fork, posix_spawn)
+STARTS = """
+import posix, threading
+box = []
+worker = threading.Thread(target=lambda: box.append(sum(range(1000))))
+worker.start()
+worker.join()
+for start in (posix.fork, lambda: posix.posix_spawn('/usr/bin/python3', ['python3'], {})):
+    try:
+        start()
+        box.append('started')
+    except OSError as exc:
+        box.append(exc.errno)
+print(box)
+"""
+
+
+def test_without_cgroups_a_candidate_starts_threads_but_no_process_whose_cpu_nothing_counts():
+    # Without cgroups the clock reads a candidate's own processes; a process it forks ran
+    # uncounted, so three forked spinners used two CPUs to the wall-clock backstop. Candidates
+    # there start no processes (seccomp), threads still; the check server still forks its checks.
+    proc = _as_nobody(
+        "import time\n"
+        "from concord.execution import run_checks, run_programs\n"
+        "t0 = time.monotonic()\n"
+        f"rows = run_programs([{FORK_SPINNERS!r}, {STARTS!r}, 'print(int(input()) * 2)'], ['21'], mode='stdin', timeout_s=1,"
+        " memory_mb=256, workers=1, python='/usr/bin/python3')\n"
+        "took = time.monotonic() - t0\n"
+        "check = 'import math\\ndef check(candidate):\\n    assert candidate(1, 2) == math.floor(3.5)\\ncheck(add)\\n'\n"
+        "out = run_checks([('def add(a, b):\\n    return a + b\\n', check)], timeout_s=5, memory_mb=256,"
+        " python='/usr/bin/python3')\n"
+        "print([(o.status, o.output) for row in rows for o in row], out[0].status, took < 3)\n"
+    )
+    last = proc.stdout.strip().splitlines()[-1]
+    # the spinners' candidate timed out on its own 1 s, not the 3 s backstop; EPERM after a thread ran
+    assert last == "[('timeout', None), ('ok', '[499500, 1, 1]'), ('ok', '42')] ok True", last
+
+
 #: a wrong solution that, on the input it should reject, writes a forged reply of 2.7 million tiny
 #: objects (32 MB, under the reply cap) for the check server to parse
 FORGED_REPLY = """

@@ -33,7 +33,8 @@ controllers delegated to us: where an ancestor has them and we may write it (roo
 subtree) they are enabled down to our group, whose processes move to a leaf of it first (cgroup
 v2 lets no group with processes pass controllers on). Where the kernel does not allow that (cgroup v1 or hybrid hosts,
 unprivileged users without delegation), candidates get rlimits instead -- address space per
-process, process count per candidate uid, CPU seconds per process -- and one warning says so.
+process, process count per candidate uid, CPU seconds per process -- start no processes of their
+own (seccomp; threads only, as nothing would count a process's CPU), and one warning says so.
 CPU share then rests on the scheduler's autogroups (``kernel.sched_autogroup_enabled``): each
 worker's runner leads a session of its own (bubblewrap ``--new-session``), so the many processes
 of one candidate share one worker's slice instead of outnumbering a neighbour's one process.
@@ -426,8 +427,9 @@ def _warn(why_v2: str, why_v1: str) -> None:
             "cgroups unavailable (v2: %s; v1: %s): candidates get rlimits instead -- address space per process "
             "(a candidate may use up to max_procs x memory_mb in total, and kernel memory such as pipe and "
             "socket buffers is not counted; SysV shared memory is bounded by each child's IPC namespace, "
-            "memfd is refused by seccomp), process count per candidate uid, CPU seconds per process; the "
-            "timeout counts CPU time and wall time less run-queue waits", why_v2, why_v1)
+            "memfd is refused by seccomp), process count per candidate uid, CPU seconds per process, and no "
+            "process started by a candidate (threads only: nothing would count its CPU); the timeout counts "
+            "CPU time and wall time less run-queue waits", why_v2, why_v1)
 
 
 def base_groups() -> list[Path]:

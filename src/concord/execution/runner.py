@@ -147,6 +147,8 @@ class _Worker:
         hello = {"isolate": self.backend.isolated, "tid_offset": _TID_OFFSET}
         if self.backend.isolated:
             hello["seccomp"] = seccomp.filter_bpf().hex()
+            if not self.cgroup:  # nothing would count the CPU of a process a candidate starts
+                hello["seccomp_candidates"] = seccomp.filter_bpf(processes=False).hex()
         if self.cgroup:
             hello["cgroup_procs"] = self.cgroup.procs(CGROUP_MOUNT)
             hello["child_cgroup_procs"] = self.cgroup.child_procs(CGROUP_MOUNT)
@@ -527,7 +529,8 @@ def run_programs(
     Limits per candidate (``docs/sandbox.md``): ``timeout_s`` per input, counted as the larger of
     CPU time and wall time less run-queue waits (wall-clock backstop 3x); ``memory_mb`` for
     everything the candidate holds (cgroup v2 or v1; rlimits per process where neither works);
-    ``max_output_bytes`` on the bytes the runner reads; ``max_procs`` processes; ``tmp_mb`` for
+    ``max_output_bytes`` on the bytes the runner reads; ``max_procs`` processes and threads (where
+    neither cgroup works, threads only: nothing would count a started process's CPU); ``tmp_mb`` for
     its ``/tmp`` (and as much again for ``/dev/shm``); ``max_kept_output_bytes`` on what this
     process keeps of one program's outputs in the call (default 16 x ``max_output_bytes``), past
     which its further outputs are errors.

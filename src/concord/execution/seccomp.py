@@ -87,6 +87,17 @@ threat a candidate program poses:
   each of 16 rarely read library files, a candidate read 16 bits another left in an earlier call
   by reading them (48 of 48 bits, sixteenth red team). ``time.process_time`` reads
   ``clock_gettime``; ``resource`` is out of the reliability guard's reach anyway.
+
+Where no cgroup counts a candidate's CPU (the rlimit fallback, e.g. without root), candidates get
+one more rule (``filter_bpf(processes=False)``; the check server keeps the filter above, as it
+forks a child for each check that is not inert):
+
+* ``fork``, ``vfork`` and ``clone`` without ``CLONE_THREAD`` (EPERM); threads still start: *the
+  CPU time of a process a candidate starts is counted nowhere until the candidate reaps it*, and
+  one whose children reap theirs, or ignore ``SIGCHLD``, is never counted: three forked spinners
+  used two CPUs for 3 s, the wall-clock backstop, on a 1 s ``timeout_s`` (about 6 CPU-s), while
+  cgroups count every process in the group. A program that runs under the reference harnesses
+  forks nothing: their reliability guard takes ``os.fork`` and ``subprocess.Popen``.
 """
 
 from __future__ import annotations
@@ -97,7 +108,7 @@ import os
 import tempfile
 
 __all__ = ["filter_bpf", "SeccompUnavailable", "REFUSED", "ENOSYS_CALLS", "FCNTL_REFUSED", "NAMESPACE_FLAGS",
-           "CLONE_PIDFD", "FUTEX_PRIVATE", "RUSAGE_ARGUMENT"]
+           "CLONE_PIDFD", "CLONE_THREAD", "FUTEX_PRIVATE", "PROCESS_CALLS", "RUSAGE_ARGUMENT"]
 
 NAMESPACE_FLAGS = {
     "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -152,9 +163,14 @@ class SeccompUnavailable(RuntimeError):
     """libseccomp (or its Python binding) is missing: the sandbox refuses rather than run without it."""
 
 
-@functools.lru_cache(maxsize=1)
-def filter_bpf() -> bytes:
-    """The filter as a raw BPF program (``struct sock_filter`` array)."""
+CLONE_THREAD = 0x00010000
+PROCESS_CALLS = ("fork", "vfork")  # refused with clone without CLONE_THREAD where processes are
+
+
+@functools.lru_cache(maxsize=2)
+def filter_bpf(processes: bool = True) -> bytes:
+    """The filter as a raw BPF program (``struct sock_filter`` array). ``processes=False``: the
+    candidates' filter where no cgroup counts their CPU (new processes refused, threads allowed)."""
     try:
         import pyseccomp as sc
     except (ImportError, OSError) as exc:  # OSError: libseccomp.so.2 itself is missing
@@ -191,6 +207,13 @@ def filter_bpf() -> bytes:
     f.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", sc.Arg(3, sc.MASKED_EQ, MAP_HUGETLB, MAP_HUGETLB))
     for flag in (*NAMESPACE_FLAGS.values(), CLONE_PIDFD):
         f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    if not processes:
+        for name in PROCESS_CALLS:
+            try:
+                f.add_rule(eperm, name)
+            except (OSError, ValueError, RuntimeError):
+                continue  # an architecture without it (aarch64 has clone only)
+        f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     # The kernel reads these arguments as 32-bit ints: compare the low 32 bits only, so a raw
     # syscall with junk in the upper half of the register matches too.
     for cmd in FCNTL_REFUSED:
