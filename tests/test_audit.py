@@ -3,6 +3,7 @@ tampering, config edits and removed intermediates are told apart, exactly."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +60,22 @@ def test_clean_tree_verifies(tree):
     assert [i["root"] for i in roll["inputs"]] == ["results", "results", "workdir"]
     assert roll["env"]["python"] and len(roll["env"]["packages_sha256"]) == 64
     assert roll["params"] is None and roll["snakemake_metadata"] is False  # registered outside Snakemake
+
+
+def test_the_environment_names_each_distribution_as_importlib_metadata_does():
+    # Read from each distribution's header block only (its long description skipped): the same
+    # name and version importlib.metadata parses from the whole file, for every installed one.
+    from importlib import metadata
+
+    dists = list(metadata.distributions())
+    assert len(dists) > 50
+    for dist in dists:
+        assert provenance._name_and_version(dist) == (dist.metadata["Name"], dist.version), dist._path
+    provenance.environment.cache_clear()
+    packages = sorted({f"{d.metadata['Name']}=={d.version}".lower() for d in dists if d.metadata["Name"]})
+    env = provenance.environment()
+    assert env["packages"] == len(packages)
+    assert env["packages_sha256"] == hashlib.sha256("\n".join(packages).encode()).hexdigest()
 
 
 def test_tampered_file_is_modified_and_dependents_stale(tree):

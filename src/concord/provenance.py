@@ -102,14 +102,27 @@ def code_version() -> str:
         return concord.__version__
 
 
+def _name_and_version(dist) -> tuple[str | None, str | None]:
+    """A distribution's ``Name`` and ``Version`` as ``dist.metadata`` gives them, from the header
+    block of the same file only. *Why by hand*: ``dist.metadata`` parses the whole file, long
+    description included, and ``dist.version`` parses it again; for the 140-200 distributions of
+    an environment that took 0.2-0.5 s in each of the ~100 processes of a default run (every job
+    and its ``audit register``), the headers alone 0.04 s, with the same strings."""
+    import email.parser
+
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    headers = email.parser.HeaderParser().parsestr(text.split("\n\n", 1)[0])
+    return headers["Name"], headers["Version"]
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> dict:
     """The software environment a job ran in: interpreter, prefix, and a hash of every installed
     distribution (name==version), so two jobs that ran under different package sets differ."""
     from importlib import metadata
 
-    packages = sorted({f"{d.metadata['Name']}=={d.version}".lower() for d in metadata.distributions()
-                       if d.metadata["Name"]})
+    packages = sorted({f"{name}=={version}".lower() for name, version in map(_name_and_version, metadata.distributions())
+                       if name})
     return {
         "python": platform.python_version(),
         "prefix": sys.prefix,
