@@ -398,10 +398,16 @@ print(box)
 """
 
 
+IMPORTING_CHECK = "import math\ndef check(candidate):\n    assert candidate(1, 2) == math.floor(3.5)\ncheck(add)\n"
+#: a check (SC-MoA's are generated) runs in a child of the check server, which it may not fork
+FORKING_CHECK = ("import posix\ndef check(candidate):\n    assert candidate(1, 2) == 3\n    pid = posix.fork()\n"
+                 "    if pid == 0:\n        posix._exit(0)\n    posix.waitpid(pid, 0)\ncheck(add)\n")
+
+
 def test_without_cgroups_a_candidate_starts_threads_but_no_process_whose_cpu_nothing_counts():
     # Without cgroups the clock reads a candidate's own processes; a process it forks ran
     # uncounted, so three forked spinners used two CPUs to the wall-clock backstop. Candidates
-    # there start no processes (seccomp), threads still; the check server still forks its checks.
+    # and checks there start no processes (seccomp), threads still; the server forks its checks.
     proc = _as_nobody(
         "import time\n"
         "from concord.execution import run_checks, run_programs\n"
@@ -409,14 +415,16 @@ def test_without_cgroups_a_candidate_starts_threads_but_no_process_whose_cpu_not
         f"rows = run_programs([{FORK_SPINNERS!r}, {STARTS!r}, 'print(int(input()) * 2)'], ['21'], mode='stdin', timeout_s=1,"
         " memory_mb=256, workers=1, python='/usr/bin/python3')\n"
         "took = time.monotonic() - t0\n"
-        "check = 'import math\\ndef check(candidate):\\n    assert candidate(1, 2) == math.floor(3.5)\\ncheck(add)\\n'\n"
-        "out = run_checks([('def add(a, b):\\n    return a + b\\n', check)], timeout_s=5, memory_mb=256,"
-        " python='/usr/bin/python3')\n"
-        "print([(o.status, o.output) for row in rows for o in row], out[0].status, took < 3)\n"
+        f"checks = [{IMPORTING_CHECK!r}, {FORKING_CHECK!r}]\n"
+        "out = run_checks([('def add(a, b):\\n    return a + b\\n', check) for check in checks], timeout_s=5,"
+        " memory_mb=256, python='/usr/bin/python3')\n"
+        "print([(o.status, o.output) for row in rows for o in row], [o.error or o.status for o in out], took < 3)\n"
     )
     last = proc.stdout.strip().splitlines()[-1]
-    # the spinners' candidate timed out on its own 1 s, not the 3 s backstop; EPERM after a thread ran
-    assert last == "[('timeout', None), ('ok', '[499500, 1, 1]'), ('ok', '42')] ok True", last
+    # the spinners' candidate timed out on its own 1 s, not the 3 s backstop; EPERM after a thread
+    # ran; a check that imports still runs in a child of its server, and starts no process there
+    assert last == ("[('timeout', None), ('ok', '[499500, 1, 1]'), ('ok', '42')] "
+                    "['ok', 'failed: PermissionError: [Errno 1] Operation not permitted'] True"), last
 
 
 #: a wrong solution that, on the input it should reject, writes a forged reply of 2.7 million tiny

@@ -90,7 +90,7 @@ threat a candidate program poses:
 
 Where no cgroup counts a candidate's CPU (the rlimit fallback, e.g. without root), candidates get
 one more rule (``filter_bpf(processes=False)``; the check server keeps the filter above, as it
-forks a child for each check that is not inert):
+forks a child for each check that is not inert, and that child adds this one before its check):
 
 * ``fork``, ``vfork`` and ``clone`` without ``CLONE_THREAD`` (EPERM); threads still start: *the
   CPU time of a process a candidate starts is counted nowhere until the candidate reaps it*, and

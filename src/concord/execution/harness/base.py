@@ -89,6 +89,16 @@ def _check(rc: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
+def _seccomp(program: bytes) -> None:
+    """Install the parent's BPF filter (an array of ``struct sock_filter``, 8 bytes each)."""
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    prog = Prog(len(program) // 8, program)
+    _check(_LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
+
+
 class _CollectorTotals:
     """A full collection that leaves the totals ``gc.get_stats()`` reports as they were.
 

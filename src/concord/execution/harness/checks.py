@@ -16,7 +16,15 @@ import sys
 import types
 import _thread
 
-from concord.execution.harness.base import _LIBC, DEFAULT_RECURSION_LIMIT, SETUP_FAILED, STATUS_FD, _chdir, _collect
+from concord.execution.harness.base import (
+    _LIBC,
+    DEFAULT_RECURSION_LIMIT,
+    SETUP_FAILED,
+    STATUS_FD,
+    _chdir,
+    _collect,
+    _seccomp,
+)
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _candidate_names, _global_names, _inert, _planned_calls, _stdlib
 from concord.execution.harness.values import _wire_codec
@@ -117,7 +125,7 @@ def _serve_checks(job: dict, report: _Reporter) -> None:
                 server = os.getpid()
                 pid = _FORK()
                 if pid == 0:
-                    _run_one_check(one, parsed, pipes, server)
+                    _run_one_check(one, parsed, pipes, server, job.get("check_seccomp"))
                 # This server ends with the check: whatever the check started (a process in a
                 # group of its own, System V objects) lives in this server's PID and IPC
                 # namespaces, which end with it. The socket closes first, so the runner, which
@@ -178,8 +186,10 @@ def _run_here(one: dict, parsed, pipes: list[int]) -> tuple[_Reporter, tuple]:
     return report, _check_once(one, 4, 5, parsed)
 
 
-def _run_one_check(one: dict, parsed, pipes: list[int], server: int) -> None:
-    """In a check's own child (of the server ``server``): run it, report, end. Never returns."""
+def _run_one_check(one: dict, parsed, pipes: list[int], server: int, extra_filter: str | None) -> None:
+    """In a check's own child (of the server ``server``): run it, report, end. Never returns.
+    ``extra_filter``: a seccomp program (hex) this child adds to the server's before the check
+    runs (without cgroups: no processes, as for candidates)."""
     try:
         # Killed with the server: the runner kills the server's group when a check does not
         # finish, and this child leads a group of its own (so the server can end what it leaves).
@@ -189,6 +199,8 @@ def _run_one_check(one: dict, parsed, pipes: list[int], server: int) -> None:
         os.setpgid(0, 0)
         os.close(3)  # the server's socket: no check reads the next one's job
         os.close(STATUS_FD)  # nor the server's /proc status
+        if extra_filter:
+            _seccomp(bytes.fromhex(extra_filter))
         report, result = _run_here(one, parsed, pipes)
         report(*result)
     except BaseException as exc:  # noqa: BLE001 -- ours: the runner sees no result and reports it

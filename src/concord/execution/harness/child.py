@@ -28,14 +28,13 @@ from concord.execution.harness.base import (
     MS_REC,
     PR_CAPBSET_DROP,
     PR_SET_NO_NEW_PRIVS,
-    PR_SET_SECCOMP,
-    SECCOMP_MODE_FILTER,
     SETUP_FAILED,
     STATUS_FD,
     SIGPENDING,
     MEMLOCK,
     _chdir,
     _check,
+    _seccomp,
 )
 from concord.execution.harness.checks import _serve_checks
 from concord.execution.harness.modes import _Reporter, _run_call, _run_stdin
@@ -78,6 +77,9 @@ def _child_main(fds: list[int], hello: dict) -> None:
             # The server's own memory, read after /proc is gone (_serve_checks' growth check);
             # placed at STATUS_FD below, closed in every check's own child.
             job["status_fd"] = os.open("/proc/self/status", os.O_RDONLY)
+            # What a check's own child adds to the server's filter (seccomp.py: no processes
+            # where no cgroup counts their CPU); the server itself forks those children.
+            job["check_seccomp"] = hello.get("seccomp_candidates")
         if isolate:
             # The check server as well as candidates: a check that is not inert runs in a child
             # of it, which must see no /proc or cgroup files and hold no SysV object past the
@@ -210,16 +212,6 @@ def _select_without_epoll() -> None:
     selectors = sys.modules.get("selectors")
     if selectors is not None:
         selectors.DefaultSelector = selectors.PollSelector
-
-
-def _seccomp(program: bytes) -> None:
-    """Install the parent's BPF filter (an array of ``struct sock_filter``, 8 bytes each)."""
-
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-
-    prog = Prog(len(program) // 8, program)
-    _check(_LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
 
 
 def _limits(job: dict) -> None:
