@@ -40,6 +40,9 @@ from concord.execution.harness.child import _child_main
 from concord.execution.harness.modes import _reliability_guard
 
 
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
 def _zygote(sock_fd: int, hello: dict) -> None:
     """Fork children on request. Receives only descriptors (a job memfd and pipes) and whether to
     give the child a PID namespace (the message: ``pidns`` or ``plain``); never reads a job.
@@ -56,6 +59,11 @@ def _zygote(sock_fd: int, hello: dict) -> None:
             with open(path, "w") as f:
                 f.write("0")
         hello = dict(hello, child_cgroup_procs=[])
+    # One malloc arena for every thread of a child: glibc reserves 64 MB of address space for
+    # each further one, which the rlimit fallback's RLIMIT_AS (memory_mb) counts in full, so an
+    # honest ThreadPoolExecutor(4) could not start its threads at memory_mb=256 there (nineteenth
+    # red team). The interpreter's lock runs one thread at a time anyway.
+    _LIBC.mallopt(M_ARENA_MAX, 1)
     clone = _Cloner(hello.get("tid_offset"))
     _reliability_guard(disable_exit=False)  # once, for every child (see there)
     _serve(socket.socket(fileno=sock_fd), clone, hello)
