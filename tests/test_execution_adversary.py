@@ -1287,13 +1287,30 @@ def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_
     missing_key = "def f(x):\n    return {}['k']\n"
     key_args = ("def check(candidate):\n    try:\n        candidate(1)\n    except KeyError as exc:\n"
                 "        assert exc.args == ('k',) and str(exc) == \"'k'\"\n        return\n    assert False\n")
+    # Its arguments cross as themselves where they are plain values (nineteenth red team: `{}[3]`
+    # reached the check as KeyError('3'), printing '3' quoted), else its text, printed as it was;
+    # one class of the solution's raised twice is one class in the check.
+    int_key = ("def check(candidate):\n    try:\n        candidate(1)\n    except KeyError as exc:\n"
+               "        assert exc.args == (3,) and str(exc) == '3'\n        return\n    assert False\n")
+    errno = ("def check(candidate):\n    try:\n        candidate(1)\n    except FileNotFoundError as exc:\n"
+             "        assert (exc.errno, exc.strerror, str(exc)) == (2, 'gone', '[Errno 2] gone')\n        return\n"
+             "    assert False\n")
+    own_text = ("def check(candidate):\n    try:\n        candidate(1)\n    except KeyError as exc:\n"
+                "        assert str(exc) == 'no such key'\n        return\n    assert False\n")
+    same_class = ("def check(candidate):\n    kinds = []\n    for x in (1, 2):\n        try:\n"
+                  "            candidate(x)\n        except Exception as exc:\n            kinds.append(type(exc))\n"
+                  "    assert kinds[0] is kinds[1]\n")
+    own_str = ("class Missing(KeyError):\n    def __str__(self):\n        return 'no such key'\n"
+               "def f(x):\n    raise Missing(x)\n")
     pairs = [(fake_stop, every), (own_value_error, catches), (unicode_error, catches), (unicode_error, catches_unicode),
-             (two_bases, catches_type), (two_bases, first_clause), (missing_key, key_args)]
+             (two_bases, catches_type), (two_bases, first_clause), (missing_key, key_args),
+             ("def f(x):\n    return {}[3]\n", int_key), ("def f(x):\n    raise OSError(2, 'gone')\n", errno),
+             (own_str, own_text), (two_bases, same_class)]
     ours = run_checks([(solution, test + "check(f)\n") for solution, test in pairs], timeout_s=5.0, memory_mb=256,
                       workers=1)
     reference = [check_correctness({"task_id": "t", "prompt": "", "test": test, "entry_point": "f"}, solution,
                                    5.0)["passed"] for solution, test in pairs]
-    assert reference == [False, True, True, True, True, False, True]
+    assert reference == [False, True, True, True, True, False, True, True, True, True, True]
     assert [o.status == "ok" for o in ours] == reference, ours
 
 
