@@ -1300,17 +1300,27 @@ def test_a_solutions_own_exception_classes_meet_the_checks_except_clauses_as_in_
     same_class = ("def check(candidate):\n    kinds = []\n    for x in (1, 2):\n        try:\n"
                   "            candidate(x)\n        except Exception as exc:\n            kinds.append(type(exc))\n"
                   "    assert kinds[0] is kinds[1]\n")
+    # A solution's own OSError subclass is no FileNotFoundError (OSError(2, ...) made again from
+    # its args would be one), a failed open keeps its file name, and a large argument crosses
+    # as text without being copied first (twentieth red team).
+    own_os_error = "class MyErr(OSError):\n    pass\ndef f(x):\n    raise MyErr(2, 'gone')\n"
+    catches_missing = catches.replace("except ValueError", "except FileNotFoundError")
+    missing_file = ("def check(candidate):\n    try:\n        candidate(1)\n    except OSError as exc:\n"
+                    "        assert (exc.errno, exc.filename, type(exc)) == (2, '/no/such/file', FileNotFoundError)\n"
+                    "        return\n    assert False\n")
     own_str = ("class Missing(KeyError):\n    def __str__(self):\n        return 'no such key'\n"
                "def f(x):\n    raise Missing(x)\n")
     pairs = [(fake_stop, every), (own_value_error, catches), (unicode_error, catches), (unicode_error, catches_unicode),
              (two_bases, catches_type), (two_bases, first_clause), (missing_key, key_args),
              ("def f(x):\n    return {}[3]\n", int_key), ("def f(x):\n    raise OSError(2, 'gone')\n", errno),
-             (own_str, own_text), (two_bases, same_class)]
+             (own_str, own_text), (two_bases, same_class), (own_os_error, catches_missing),
+             ("def f(x):\n    return open('/no/such/file')\n", missing_file),
+             ("def f(x):\n    raise ValueError('bad', list(range(10 ** 6)))\n", catches)]
     ours = run_checks([(solution, test + "check(f)\n") for solution, test in pairs], timeout_s=5.0, memory_mb=256,
                       workers=1)
     reference = [check_correctness({"task_id": "t", "prompt": "", "test": test, "entry_point": "f"}, solution,
                                    5.0)["passed"] for solution, test in pairs]
-    assert reference == [False, True, True, True, True, False, True, True, True, True, True]
+    assert reference == [False, True, True, True, True, False, True, True, True, True, True, False, True, True]
     assert [o.status == "ok" for o in ours] == reference, ours
 
 
