@@ -150,8 +150,8 @@ def _describe_exception(exc: BaseException) -> list:
 
 #: each exception class of the solution's that crossed with several built-in bases, in order
 _MULTI_BASE_CLASSES: list = []
-#: what an exception's arguments may be to cross as values: at most this many, each a plain
-#: value or a tuple of them (the check side takes no more either)
+#: the most arguments an exception crosses with as values (see :func:`_plain` for what each may
+#: be; the check's side takes no more either)
 _MAX_ARGUMENTS = 8
 
 
