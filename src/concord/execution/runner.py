@@ -415,10 +415,7 @@ class _Worker:
             if kind is not None or event.get("k") != expect or expect >= len(inputs):
                 # "failed" (e.g. the zygote could not fork), a malformed event or one out of turn
                 raise _RunnerFailed(min(expect, len(inputs) - 1), str(event.get("error") or event)[:300])
-            try:
-                outcome = to_outcome(event, mode, limits.timeout_s)
-            except Exception as exc:  # noqa: BLE001 -- a result we cannot read is that candidate's error
-                outcome = Outcome("error", None, f"unreadable result ({type(exc).__name__})")
+            outcome = job.read(event, mode, limits.timeout_s)
             del event
             outcomes[expect] = job.keep(outcome, limits.kept_output_budget)
             job.start = expect + 1
@@ -429,6 +426,11 @@ class _Worker:
 # whole lines ahead into its own buffer).
 _AHEAD = 2
 _AHEAD_BYTES = 32 * 1024
+
+
+#: CPU seconds the trusted parent may spend reading a program's return values for each second
+#: the program itself used (:meth:`_Job.reading_allowance`).
+READING_PER_SECOND = 8.0
 
 
 class _Job:
@@ -442,6 +444,38 @@ class _Job:
         self.id = 0  # the runner's id of the job, as last sent
         self.sent = False  # to the runner that now lives
         self.kept = 0  # bytes of outputs kept so far, as Python stores them
+        self.earned = 0.0  # seconds of its limits the program used on its inputs (reading_allowance)
+        self.spent_reading = 0.0  # CPU seconds the caller spent reading its values
+
+    def read(self, event: dict, mode: str, timeout_s: float) -> Outcome:
+        """``event`` as an Outcome, its value read within what is left of this program's reading
+        allowance in this call (:meth:`reading_allowance`), and at most ``timeout_s``; the CPU
+        time spent reading is taken from the allowance."""
+        used = event.get("used")
+        if isinstance(used, (int, float)) and not isinstance(used, bool) and 0 <= used:
+            self.earned += min(float(used), timeout_s)
+        left = min(timeout_s, self.reading_allowance(timeout_s) - self.spent_reading)
+        if mode == "call" and event.get("status") == "ok" and left <= 0:
+            return Outcome("error", None, "return values took more CPU time to read than this program's allowance")
+        start = time.thread_time()
+        try:
+            return to_outcome(event, mode, left)
+        except Exception as exc:  # noqa: BLE001 -- a result we cannot read is that candidate's error
+            return Outcome("error", None, f"unreadable result ({type(exc).__name__})")
+        finally:
+            self.spent_reading += time.thread_time() - start
+
+    def reading_allowance(self, timeout_s: float) -> float:
+        """CPU seconds the trusted parent may spend reading this program's return values in this
+        call: one ``timeout_s``, plus ``READING_PER_SECOND`` for each second of its limits the
+        program used on its inputs so far. *Why*: the reading runs in the caller, outside every
+        limit of the candidate's, so a candidate that sent one costly value again and again (its
+        encoder patched to hand back the text it made once) cost the caller 0.5 s of CPU per input
+        for almost none of its own, 20 s over 40 inputs at ``timeout_s=1`` (twenty-first red
+        team). Making a value is encoding it, inside the candidate's own limit, and reading a
+        value took at most four times as long as encoding it (measured on the costliest shapes),
+        so an honest program never meets the allowance."""
+        return timeout_s + READING_PER_SECOND * self.earned
 
     def keep(self, outcome: Outcome, budget: int) -> Outcome:
         """``outcome``, or an error once the program's outputs kept in this call pass ``budget``."""

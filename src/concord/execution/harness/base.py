@@ -89,14 +89,24 @@ def _check(rc: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _seccomp(program: bytes) -> None:
-    """Install the parent's BPF filter (an array of ``struct sock_filter``, 8 bytes each)."""
+class _SeccompProgram(ctypes.Structure):
+    """``struct sock_fprog``: a BPF filter (an array of ``struct sock_filter``, 8 bytes each)."""
 
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
-    prog = Prog(len(program) // 8, program)
-    _check(_LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0), "seccomp")
+
+def _seccomp_program(program_hex: str | None) -> _SeccompProgram | None:
+    """The parent's filter (hex), made once in the zygote for every child: a ctypes class and a
+    decoded copy made in each child cost it pages of the zygote's memory to copy."""
+    if not program_hex:
+        return None
+    program = bytes.fromhex(program_hex)
+    return _SeccompProgram(len(program) // 8, program)  # the structure keeps ``program`` alive
+
+
+def _seccomp(program: _SeccompProgram) -> None:
+    """Install a filter made by :func:`_seccomp_program`."""
+    _check(_LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0), "seccomp")
 
 
 class _CollectorTotals:

@@ -186,9 +186,9 @@ def _run_here(one: dict, parsed, pipes: list[int]) -> tuple[_Reporter, tuple]:
     return report, _check_once(one, 4, 5, parsed)
 
 
-def _run_one_check(one: dict, parsed, pipes: list[int], server: int, extra_filter: str | None) -> None:
+def _run_one_check(one: dict, parsed, pipes: list[int], server: int, extra_filter) -> None:
     """In a check's own child (of the server ``server``): run it, report, end. Never returns.
-    ``extra_filter``: a seccomp program (hex) this child adds to the server's before the check
+    ``extra_filter``: a seccomp program (``base._seccomp_program``) this child adds to the server's before the check
     runs (without cgroups: no processes, as for candidates)."""
     try:
         # Killed with the server: the runner kills the server's group when a check does not
@@ -200,7 +200,7 @@ def _run_one_check(one: dict, parsed, pipes: list[int], server: int, extra_filte
         os.close(3)  # the server's socket: no check reads the next one's job
         os.close(STATUS_FD)  # nor the server's /proc status
         if extra_filter:
-            _seccomp(bytes.fromhex(extra_filter))
+            _seccomp(extra_filter)
         report, result = _run_here(one, parsed, pipes)
         report(*result)
     except BaseException as exc:  # noqa: BLE001 -- ours: the runner sees no result and reports it
@@ -267,6 +267,25 @@ def _fresh_decimal_context() -> None:
     decimal = sys.modules.get("decimal")
     if decimal is not None:
         decimal.setcontext(decimal.Context())
+
+
+def _module_named(name: str):
+    """The standard-library module a solution's global names, for the check: one this server has
+    imported already as itself; another top-level, public one imported now; any other (a
+    submodule, a private name) a module of that name with nothing in it. *Why*: the name is the
+    solution's to choose, and importing ``venv.__main__`` or ``idlelib.idle`` runs a program in
+    this server, which must never run what a candidate chooses (twenty-first red team: a
+    solution's ``types.ModuleType('venv.__main__')`` ran venv's command line here). Program entry
+    points are submodules; a solution that really imported one ran it in its own process first."""
+    module = sys.modules.get(name)
+    if isinstance(module, types.ModuleType):
+        return module
+    if "." not in name and not name.startswith("_"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            return None
+    return types.ModuleType(name)
 
 
 class _Solution:
@@ -379,11 +398,10 @@ class _Solution:
             if kind == "call":
                 namespace[name] = self.proxy(name)
             elif kind == "module" and isinstance(detail, str) and _stdlib(detail):
-                try:
-                    namespace[name] = importlib.import_module(detail)
+                module = _module_named(detail)
+                if module is not None:
+                    namespace[name] = module
                     self.module_given = True
-                except ImportError:
-                    pass
             elif kind == "value":
                 namespace[name] = self.decode(detail)
         missing = [name for name in self.candidates if hasattr(builtins, name) and name not in namespace]

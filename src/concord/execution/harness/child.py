@@ -41,15 +41,21 @@ from concord.execution.harness.modes import _Reporter, _run_call, _run_stdin
 from concord.execution.harness.solution import _run_solution
 
 
-def _add_site_packages() -> None:
-    """The installation's site-packages on ``sys.path``, as ``site`` puts them, only now: on the
-    path in the runner, an import probing for a module the standard library lacks (``copy``'s
+def _site_packages() -> list[str]:
+    """The installation's site-packages directories, as ``site`` puts them on ``sys.path``: found
+    once, in the zygote, and put on each child's path only there (:func:`_add_site_packages`)."""
+    import site
+
+    return [p for p in site.getsitepackages() if os.path.isdir(p)]
+
+
+def _add_site_packages(directories: list[str]) -> None:
+    """The installation's site-packages on ``sys.path`` only now, in the child: on the path in
+    the runner, an import probing for a module the standard library lacks (``copy``'s
     ``org.python.core``) listed them into importlib's cache, in the zygote's heap every child
     inherits, so ``id()`` values and set orders followed what was installed there (eleventh red
     team)."""
-    import site
-
-    sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
+    sys.path.extend(p for p in directories if p not in sys.path)
 
 
 def _child_main(fds: list[int], hello: dict) -> None:
@@ -104,7 +110,7 @@ def _child_main(fds: list[int], hello: dict) -> None:
         if isolate and hello.get("seccomp"):
             # Candidates without a cgroup start no processes (threads only): see seccomp.py.
             program = hello.get("seccomp_candidates") if role != "checker" else None
-            _seccomp(bytes.fromhex(program or hello["seccomp"]))
+            _seccomp(program or hello["seccomp"])
             _select_without_epoll()
         # fds: stdout/stderr (+ the check's request/reply pipes, or the solution's request pipe as stdin)
         if role == "solution":
@@ -119,9 +125,10 @@ def _child_main(fds: list[int], hello: dict) -> None:
             out, errfd = pipes
             _place({0: os.open(os.devnull, os.O_RDWR), 1: out, 2: errfd})
         told = 2
+        site_packages = hello["site_packages"]
         del hello, fds, pipes
         random.seed(0)  # a program drawing random numbers gives the same outputs on every run
-        _add_site_packages()
+        _add_site_packages(site_packages)
         run = {"stdin": _run_stdin, "call": _run_call, "solution": _run_solution, "checker": _serve_checks}[role]
         report = _Reporter(job["token"])
     except BaseException as exc:  # noqa: BLE001 -- setup failures are the sandbox's, reported on stderr
@@ -244,10 +251,34 @@ def _limits(job: dict) -> None:
     cap(resource.RLIMIT_MEMLOCK, MEMLOCK)
     if job.get("rlimit_memory"):
         cap(resource.RLIMIT_AS, int(job["memory_mb"]) * 1024 * 1024)
+        _bound_thread_stacks(int(job["memory_mb"]) * 1024 * 1024 // 2)
     if job.get("rlimit_procs"):
         # The check server's own count: itself and a check's child (as the cgroup's pids.max).
         own = int(job["max_procs"]) + (2 if job.get("role") == "checker" else 0)
         cap(resource.RLIMIT_NPROC, own + int(job.get("tasks_before") or 0))
+
+
+def _bound_thread_stacks(most: int) -> None:
+    """``threading.stack_size`` (and ``_thread``'s) never sets a new thread's stack above ``most``
+    bytes, half of ``RLIMIT_AS``. *Why*: the limit counts a thread's whole stack as soon as it is
+    reserved, where a memory cgroup counts only the pages used, so without cgroups the honest
+    ``threading.stack_size(2**27)`` before a deep recursion failed with "can't start new thread"
+    at ``memory_mb=128`` and passed as root (twenty-first red team; glibc's malloc arenas were the
+    same case, see zygote.M_ARENA_MAX). The recursion then runs in the stack that fits, as in
+    a cgroup, where it could never use more than the memory limit either."""
+    import _thread
+
+    original = _thread.stack_size
+
+    def stack_size(*size):
+        if size and isinstance(size[0], int) and size[0] > most:
+            size = (most,)
+        return original(*size)
+
+    _thread.stack_size = stack_size
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading.stack_size = stack_size
 
 
 def _drop_capabilities() -> None:

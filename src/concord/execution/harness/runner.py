@@ -235,7 +235,7 @@ class _Runner:
             os.close(out_w)
             os.close(err_w)
         last = len(job["inputs"]) if job["mode"] == "call" else start + 1
-        unit = _Unit(start)
+        unit = _Unit(start, last)
         reader = FrameReader(token, start, last, int(job["max_output_bytes"]))
         clock = _Clock(self.cpu_usage, pids + ([checker] if checker else []), float(job["timeout_s"]),
                        everyone=self.isolate)
@@ -407,17 +407,20 @@ class _Runner:
             unit.stop = {"status": "timeout", "error": f"exceeded {clock.timeout:g} s"}
         else:
             _, k, header, raw = event
-            self.emit(_result(k, header, raw), now=False)
+            # With the CPU seconds the input used: what the trusted parent may spend reading the
+            # value grows with them (parent runner._Job.reading_allowance).
+            self.emit({**_result(k, header, raw), "used": round(clock.cpu_used(), 6)}, now=False)
             unit.k = k + 1
-            clock.restart()
+            if unit.k < unit.last:  # after the last result the clock is read no more
+                clock.restart()
 
 
 class _Unit:
     """What the runner knows of one unit of work while it runs: the next input to report, why it
     stopped early (if it did), whether the child got as far as candidate code, its stderr."""
 
-    def __init__(self, start: int) -> None:
-        self.k = start
+    def __init__(self, start: int, last: int) -> None:
+        self.k, self.last = start, last  # the next input to report; the one after the unit's last
         self.stop: dict | None = None
         self.setup = self.defined = False
         self.err = bytearray()

@@ -98,7 +98,9 @@ def _to_wire(v):
         return {"s": [_to_wire(x) for x in set.__iter__(v)]}
     if isinstance(v, complex):
         return {"c": [float.__repr__(v.real), float.__repr__(v.imag)]}
-    if isinstance(v, (bytes, bytearray)):
+    if isinstance(v, bytearray):  # its own tag: a check may append to it (twenty-first red team)
+        return {"ba": bytes(v).hex()}
+    if isinstance(v, bytes):
         return {"b": bytes(v).hex()}
     if isinstance(v, Fraction):
         return {"q": [format(v.numerator, "x"), format(v.denominator, "x")]}
@@ -133,6 +135,8 @@ def _from_wire(w):
         return float(_wire_text(body))
     if tag == "b":
         return bytes.fromhex(_wire_text(body))
+    if tag == "ba":
+        return bytearray.fromhex(_wire_text(body))
     if tag == "dec":
         return Decimal(_wire_text(body))
     if tag == "o":

@@ -35,8 +35,9 @@ from concord.execution.harness.base import (
     _check,
     _collect,
     _fork,
+    _seccomp_program,
 )
-from concord.execution.harness.child import _child_main
+from concord.execution.harness.child import _child_main, _site_packages
 from concord.execution.harness.modes import _reliability_guard
 
 
@@ -64,6 +65,11 @@ def _zygote(sock_fd: int, hello: dict) -> None:
     # honest ThreadPoolExecutor(4) could not start its threads at memory_mb=256 there (nineteenth
     # red team). The interpreter's lock runs one thread at a time anyway.
     _LIBC.mallopt(M_ARENA_MAX, 1)
+    # Made once here for every child: each made in a child costs it pages of this process's memory
+    # to copy (the filters' ctypes structures; site's search for its directories).
+    hello = dict(hello, seccomp=_seccomp_program(hello.get("seccomp")),
+                 seccomp_candidates=_seccomp_program(hello.get("seccomp_candidates")),
+                 site_packages=_site_packages())
     clone = _Cloner(hello.get("tid_offset"))
     _reliability_guard(disable_exit=False)  # once, for every child (see there)
     _serve(socket.socket(fileno=sock_fd), clone, hello)
