@@ -27,7 +27,7 @@ from concord.execution.harness.base import (
 )
 from concord.execution.harness.modes import _Discard, _Reporter, _short, _Unreadable
 from concord.execution.harness.plan import _candidate_names, _global_names, _inert, _planned_calls, _stdlib
-from concord.execution.harness.values import _joined_exception, _rebuilt, _wire_codec
+from concord.execution.harness.values import _MAX_ARGUMENTS, _joined_exception, _rebuilt, _wire_codec
 
 
 def _parse_check(check: str) -> tuple[ast.Module | None, types.CodeType | str]:
@@ -513,8 +513,8 @@ class _Solution:
         if wire is not None:
             try:
                 args, fields = self.from_wire(wire)
-                if type(args) is tuple and len(args) <= 8 and (fields is None or type(fields) is tuple):
-                    return _rebuilt(cls, args, fields)  # the solution sends no more than 8 (_MAX_ARGUMENTS)
+                if type(args) is tuple and len(args) <= _MAX_ARGUMENTS and (fields is None or type(fields) is tuple):
+                    return _rebuilt(cls, args, fields)
             except Exception:  # noqa: BLE001 -- unreadable, or refused by the class: its text then
                 pass
         try:

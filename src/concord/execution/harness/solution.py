@@ -13,7 +13,7 @@ import types
 
 from concord.execution.harness.base import DEFAULT_RECURSION_LIMIT
 from concord.execution.harness.modes import _Discard, _Reporter, _Unreadable
-from concord.execution.harness.values import _joined_exception, _rebuilt, _to_wire, _wire_codec
+from concord.execution.harness.values import _MAX_ARGUMENTS, _joined_exception, _rebuilt, _to_wire, _wire_codec
 
 
 def _run_solution(job: dict, report: _Reporter) -> None:
@@ -150,9 +150,6 @@ def _describe_exception(exc: BaseException) -> list:
 
 #: each exception class of the solution's that crossed with several built-in bases, in order
 _MULTI_BASE_CLASSES: list = []
-#: the most arguments an exception crosses with as values (see :func:`_plain` for what each may
-#: be; the check's side takes no more either)
-_MAX_ARGUMENTS = 8
 
 
 def _plain(value) -> bool:

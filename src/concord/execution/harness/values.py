@@ -11,6 +11,11 @@ from fractions import Fraction
 from concord.execution.harness.base import MAX_DEPTH
 
 
+#: the most arguments a solution's exception crosses to the check with as values, both sides
+#: (``solution._plain`` says what each may be)
+_MAX_ARGUMENTS = 8
+
+
 def _wire_codec():
     """(to_wire, from_wire): built-in values as JSON with type tags, between a check and the
     solution it calls. Hand-written because nothing in the standard library both keeps Python's
