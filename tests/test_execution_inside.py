@@ -209,3 +209,43 @@ def test_a_units_waits_for_a_cpu_count_the_threads_that_wait_not_only_its_main_o
     counted, main_only = (float(x) for x in proc.stdout.split())
     # 0.6 CPU-seconds beside a spinner on one CPU: about as long waiting, all of it in the thread
     assert counted >= 0.25 and main_only < 0.1, (counted, main_only)
+
+
+_SHORT_THREADS_WAITING = r"""
+import os, subprocess, sys, time
+from concord.execution.harness.clock import _Clock
+
+cpu = min(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})  # one CPU, shared with a spinner: whatever runs here waits for it
+WORK = "import threading, time\n" \
+       "def spin():\n    t = time.process_time()\n    while time.process_time() - t < 0.1: pass\n" \
+       "for _ in range(6):\n    worker = threading.Thread(target=spin)\n    worker.start()\n    worker.join()\n"
+spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+try:
+    unit = subprocess.Popen([sys.executable, "-c", WORK])
+    clock = _Clock(None, [unit.pid], 60.0)
+    while unit.poll() is None:  # as the runner waits: for what the clock says is left, at most 1 s
+        left, _ = clock.left()
+        time.sleep(min(left, 1.0))
+    counted = clock.waited() - clock.wait0
+finally:
+    spinner.kill()
+    spinner.wait()
+print(round(counted, 3))
+"""
+
+
+def test_the_waits_of_threads_that_end_before_the_limit_still_count():
+    # Read only once a unit reached its limit, the waits of its threads that had ended were lost:
+    # an honest program working in short threads timed out on a loaded host where the same work
+    # in its main thread passed (twenty-second red team). The clock reads them every WAIT_POLL.
+    import subprocess
+    import sys
+
+    from support import REPO
+
+    proc = subprocess.run([sys.executable, "-c", _SHORT_THREADS_WAITING], capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # six threads of 0.1 CPU-seconds beside a spinner on one CPU: about as long waiting
+    assert float(proc.stdout) >= 0.3, proc.stdout

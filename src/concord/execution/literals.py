@@ -60,7 +60,11 @@ class LiteralTooLarge(LiteralError):
 _NUM = r"(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)"
 _FLOAT = r"-?(?:\d+\.\d+(?:e[-+]\d+)?|\d+e[-+]\d+|inf|nan)(?![\w.])"
 _INT = r"(?:0|-?[1-9]\d*)(?![\w.])"
-_STR = r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\""
+# A run of plain characters, then (an escape and such a run) again and again: each repetition
+# starts at a backslash, so a match never backtracks into a run, and a run is one step of the
+# engine (one step per character before: reading an 800 KB string took 100 times as long as
+# writing it, twenty-second red team).
+_STR = r"'[^'\\\n]*(?:\\.[^'\\\n]*)*'|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\""
 _SSTR = r"'[^'\\\n]*'"  # a string literal without escapes (canonical when printable)
 _ELEMENT = re.compile(rf"{_INT}|{_SSTR}")
 # Elements per run token: the regular-expression engine keeps state for every repetition of a

@@ -11,6 +11,7 @@ is an ``error`` for that candidate only.
 from __future__ import annotations
 
 import json
+import itertools
 import re
 import time
 
@@ -93,7 +94,10 @@ def canonical_value(text: str, deadline: float | None = None) -> str | None:
 # address randomisation off they start 0x5555... or 0x7fff...). Any " at 0x..." was rewritten
 # before, and the expected output is not: an honest "Found at 0x1F, done" was graded wrong
 # (eighth red team).
-_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{8,16}(?=[>:,;])")
+_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{8,16}(?=[>:,;\s])")
+#: an address cut short where an error text was cut (its message at 300 characters and "...",
+#: the text at 1,000)
+_CUT_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{0,16}(?=(?:\.\.\.)?\Z)")
 
 
 def canonical_addresses(text: str) -> str:
@@ -106,19 +110,37 @@ def canonical_addresses(text: str) -> str:
     and graded wrong (twenty-first red team). One pass over the text, however many addresses."""
     if " at 0x" not in text:
         return text
-    parts, depth, last = [], 0, 0
-    for m in _ADDRESS.finditer(text):
-        before = text[last:m.start()]
-        line = before.rfind("\n")
+    state = [0, 0]  # where the text after the last address starts; the brackets open there
+
+    def rewrite(m: re.Match) -> str:
+        start, depth = state
+        line = text.rfind("\n", start, m.start())
         if line >= 0:
-            depth, seen = 0, before[line + 1:]
-        else:
-            seen = before
-        depth = max(depth + seen.count("<") - seen.count(">"), 0)
-        parts += [before, "0x0" if depth else m.group()]
-        last = m.end()
-    parts.append(text[last:])
-    return "".join(parts)
+            start, depth = line + 1, 0
+        state[0], state[1] = m.end(), _depth_after(depth, text[start:m.start()])
+        return "0x0" if state[1] else m.group()
+
+    return _ADDRESS.sub(rewrite, text)
+
+
+_BRACKETS = re.compile(r"[^<>]+")
+_STEP = {"<": 1, ">": -1}
+
+
+def _depth_after(depth: int, text: str) -> int:
+    """How many ``<`` are open after ``text``, ``depth`` open before it, each ``>`` closing one
+    if any is open. In the form ``max(depth + net, net - lowest)`` (``lowest``: the lowest count
+    any prefix of ``text`` reaches), its brackets walked at C speed: a ``>`` before a ``<`` must
+    not cancel it (``-> <A object at 0x...>`` kept its address, twenty-second red team)."""
+    first_open = text.find("<")
+    if first_open < 0:
+        return max(depth - text.count(">"), 0) if depth else 0
+    if text.rfind(">") < first_open:  # the usual case, `>, <A object`: every close before every open
+        return max(depth - text.count(">", 0, first_open), 0) + text.count("<", first_open)
+    brackets = _BRACKETS.sub("", text)
+    counts = list(itertools.accumulate(map(_STEP.__getitem__, brackets)))
+    net, lowest = counts[-1], min(0, min(counts))
+    return max(depth + net, net - lowest)
 
 
 def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcome:
@@ -128,7 +150,12 @@ def to_outcome(event: dict, mode: str, timeout_s: float | None = None) -> Outcom
     status, raw, error = event.get("status"), event.get("raw"), event.get("error")
     if status not in STATUSES:
         return Outcome("error", None, "malformed result")
-    error = canonical_addresses(error[:1000]) if isinstance(error, str) else None  # an error text is recorded too
+    if isinstance(error, str):  # an error text is recorded too; cut, it may end in part of an address
+        error = canonical_addresses(error[:1000])
+        if " at 0x" in error[-24:] and "<" in error:
+            error = _CUT_ADDRESS.sub("0x0", error)
+    else:
+        error = None
     if status != "ok":
         return Outcome(status, None, error or status)
     if not isinstance(raw, str):

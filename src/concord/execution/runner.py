@@ -428,8 +428,8 @@ _AHEAD = 2
 _AHEAD_BYTES = 32 * 1024
 
 
-#: CPU seconds the trusted parent may spend reading a program's return values for each second
-#: the program itself used (:meth:`_Job.reading_allowance`).
+#: CPU seconds the trusted parent may spend reading a program's outputs for each CPU second the
+#: program itself used (:meth:`_Job.reading_allowance`).
 READING_PER_SECOND = 8.0
 
 
@@ -448,15 +448,16 @@ class _Job:
         self.spent_reading = 0.0  # CPU seconds the caller spent reading its values
 
     def read(self, event: dict, mode: str, timeout_s: float) -> Outcome:
-        """``event`` as an Outcome, its value read within what is left of this program's reading
-        allowance in this call (:meth:`reading_allowance`), and at most ``timeout_s``; the CPU
-        time spent reading is taken from the allowance."""
+        """``event`` as an Outcome, its output read within what is left of this program's reading
+        allowance in this call (:meth:`reading_allowance`; a return value at most ``timeout_s``),
+        the CPU time spent reading taken from the allowance; once it is spent, the program's
+        further outputs are errors unread."""
         used = event.get("used")
         if isinstance(used, (int, float)) and not isinstance(used, bool) and 0 <= used:
             self.earned += min(float(used), timeout_s)
         left = min(timeout_s, self.reading_allowance(timeout_s) - self.spent_reading)
-        if mode == "call" and event.get("status") == "ok" and left <= 0:
-            return Outcome("error", None, "return values took more CPU time to read than this program's allowance")
+        if event.get("status") == "ok" and left <= 0:
+            return Outcome("error", None, "outputs took more CPU time to read than this program's allowance")
         start = time.thread_time()
         try:
             return to_outcome(event, mode, left)
@@ -466,15 +467,17 @@ class _Job:
             self.spent_reading += time.thread_time() - start
 
     def reading_allowance(self, timeout_s: float) -> float:
-        """CPU seconds the trusted parent may spend reading this program's return values in this
-        call: one ``timeout_s``, plus ``READING_PER_SECOND`` for each second of its limits the
-        program used on its inputs so far. *Why*: the reading runs in the caller, outside every
+        """CPU seconds the trusted parent may spend reading this program's outputs and return
+        values in this call: one ``timeout_s``, plus ``READING_PER_SECOND`` for each CPU second
+        the program used on its inputs so far. *Why*: the reading runs in the caller, outside every
         limit of the candidate's, so a candidate that sent one costly value again and again (its
         encoder patched to hand back the text it made once) cost the caller 0.5 s of CPU per input
         for almost none of its own, 20 s over 40 inputs at ``timeout_s=1`` (twenty-first red
         team). Making a value is encoding it, inside the candidate's own limit, and reading a
-        value took at most four times as long as encoding it (measured on the costliest shapes),
-        so an honest program never meets the allowance."""
+        value took at most five times as long as encoding it for every shape of many elements
+        and for plain strings; an honest program meets the allowance only where it returns
+        megabytes of escapes (``'\\x01' * 10**6``: 40 times as long; bytes: 60 times) on many
+        inputs. A printed output costs the candidate as much to write as the caller to read."""
         return timeout_s + READING_PER_SECOND * self.earned
 
     def keep(self, outcome: Outcome, budget: int) -> Outcome:

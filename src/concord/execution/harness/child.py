@@ -264,14 +264,15 @@ def _bound_thread_stacks(most: int) -> None:
     reserved, where a memory cgroup counts only the pages used, so without cgroups the honest
     ``threading.stack_size(2**27)`` before a deep recursion failed with "can't start new thread"
     at ``memory_mb=128`` and passed as root (twenty-first red team; glibc's malloc arenas were the
-    same case, see zygote.M_ARENA_MAX). The recursion then runs in the stack that fits, as in
-    a cgroup, where it could never use more than the memory limit either."""
+    same case, see zygote.M_ARENA_MAX). The recursion then runs in the stack that fits. The stack
+    and the heap still share the one limit, unlike in a cgroup: no rlimit tells reserved memory
+    from used (docs/sandbox.md)."""
     import _thread
 
     original = _thread.stack_size
 
     def stack_size(*size):
-        if size and isinstance(size[0], int) and size[0] > most:
+        if size and hasattr(size[0], "__index__") and size[0].__index__() > most:
             size = (most,)
         return original(*size)
 

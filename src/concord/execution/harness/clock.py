@@ -7,6 +7,10 @@ import time
 
 from concord.execution.harness.base import _CLK_TCK, WALL_BACKSTOP
 
+#: seconds between two reads of a running unit's waits for a CPU (:meth:`_Clock.left`): a thread
+#: that lives shorter than this can lose at most this much of its wait
+WAIT_POLL = 0.02
+
 
 def _open(path: str) -> int | None:
     try:
@@ -164,6 +168,7 @@ class _Clock:
         return total / _CLK_TCK
 
     def waited(self) -> float:
+        self.read_at = time.monotonic()
         return self.delays.seconds()
 
     def in_time(self) -> bool:
@@ -178,18 +183,23 @@ class _Clock:
         return self.cpu() - self.cpu0 + (time.process_time() - self.own0)
 
     def left(self) -> tuple[float, str]:
-        wall = time.monotonic() - self.t0
+        """Seconds left, at most ``WAIT_POLL`` (the runner asks again by then), and why none are."""
+        now = time.monotonic()
+        wall = now - self.t0
         backstop = WALL_BACKSTOP * self.timeout - wall
         if backstop <= 0:
             return 0.0, f"exceeded {self.timeout:g} s ({WALL_BACKSTOP:g}x wall-clock backstop)"
         cpu = self.cpu_used()
         used = max(cpu, wall)
-        if used >= self.timeout:
-            # Waits for a CPU are read only where they can decide: each read lists every task of
-            # the sandbox, and a unit asked its time about seven times per HumanEval check (a third
-            # of the runner's own work; the waits only ever lower the time used).
+        if used >= self.timeout or now - self.read_at >= WAIT_POLL:
+            # The waits for a CPU are read where they can decide, and every WAIT_POLL while the
+            # unit runs, so that a thread that ends is read before it does; each read lists every
+            # task of the sandbox, and a unit asked its time about seven times per HumanEval check
+            # (a third of the runner's own work). Read only where they decided, the waits of
+            # threads that ended before were lost, and an honest program working in short threads
+            # timed out on a loaded host (twenty-second red team).
             waited = min(max(self.waited() - self.wait0, 0.0), wall)
             used = max(cpu, wall - waited)
         if used >= self.timeout:
             return 0.0, f"exceeded {self.timeout:g} s"
-        return max(min(self.timeout - used, backstop), 0.002), ""
+        return max(min(self.timeout - used, backstop, WAIT_POLL), 0.002), ""

@@ -73,7 +73,7 @@ class _Answers:
                 continue
             value = self.namespace[name]
             if isinstance(value, types.ModuleType):
-                names[name] = ["module", getattr(value, "__name__", "")]
+                names[name] = ["module", getattr(value, "__name__", ""), _submodules(value)]
             elif callable(value):
                 names[name] = ["call", None]
             else:
@@ -127,6 +127,22 @@ class _Answers:
                 self.send({"x": self.describe(exc)})
                 continue
             self.send(self.answer(request) if calls is None else {"rs": self.batch(calls, request.get("cap", 0))})
+
+
+#: the most submodules of one module the check is told of (:func:`_submodules`)
+_MAX_SUBMODULES = 50
+
+
+def _submodules(module: types.ModuleType) -> list:
+    """The names of ``module``'s submodules this process has imported (``xml.dom.minidom`` for
+    ``xml``): an ``import xml.dom.minidom`` binds ``xml`` with them as its attributes, and a
+    check that reads ``xml.dom.minidom`` must find them there too."""
+    try:
+        prefix = str(module.__name__) + "."
+        return sorted(name for name, sub in list(sys.modules.items())
+                      if isinstance(name, str) and name.startswith(prefix) and isinstance(sub, types.ModuleType))[:_MAX_SUBMODULES]
+    except BaseException:  # noqa: BLE001 -- whatever a candidate's module answers
+        return []
 
 
 def _describe_exception(exc: BaseException) -> list:
