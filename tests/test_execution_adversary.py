@@ -216,6 +216,29 @@ def test_reading_a_programs_return_values_costs_the_caller_no_more_than_the_prog
     assert honest == _alone(HONEST_CALL, inputs, "call", fn_name="f")
 
 
+# A value of a million spaces and one letter, reported as a plain literal: the reader's token
+# pattern retried its alternatives after every shorter run of the spaces, quadratic in one
+# regular-expression match, where no deadline is read: 40,000 spaces cost the caller 5.6 s at
+# timeout_s=1, a million about an hour (twenty-third red team).
+BLANK_VALUE = FIND_REPORTER + """
+def f(x):
+    fr = sys._getframe(1)
+    fr.f_locals["report"]({"k": fr.f_locals["start"], "status": "ok", "plain": True, "error": None}, " " * 1000000 + "x")
+    fr.f_locals["report"].finish()
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_value_of_blank_space_is_read_in_one_pass():
+    from concord.execution import literals
+
+    with pytest.raises(literals.LiteralError):
+        literals.parse(" " * 1_000_000 + "x")
+    blank, honest = run_programs([BLANK_VALUE, HONEST_CALL], CALL_INPUTS[:1], mode="call", fn_name="f",
+                                 timeout_s=1.0, memory_mb=256, workers=2)
+    assert blank[0].status in ("ok", "error") and honest == _alone(HONEST_CALL, CALL_INPUTS[:1], "call", fn_name="f")
+
+
 def test_memory_fills_outside_the_heap_kill_only_the_candidate():
     # Pipe buffers, socket buffers, tmpfs and heap together: the kernel charges them to the
     # candidate's memory group, which holds no runner or zygote; the next jobs on the same

@@ -71,8 +71,12 @@ _ELEMENT = re.compile(rf"{_INT}|{_SSTR}")
 # group, so an unbounded run would cost the trusted process memory in proportion to its length
 # (a 4 MiB list of digits: about 1 GB); runs of at most this many stay small and just as fast.
 _RUN_MAX = 1000
+# Whitespace is taken whole, never given back: a lookahead is atomic, so the engine cannot retry
+# the alternatives after each shorter run of it, which, with ``end``'s own ``\s*``, took time
+# quadratic in a run of spaces a candidate wrote (40,000: 5.6 s of the caller's CPU inside one
+# match, where no deadline is read; twenty-third red team).
 _TOKEN = re.compile(
-    r"\s*(?:"
+    r"(?=(?P<ws>\s*))(?P=ws)(?:"
     rf"(?P<complex>\((?P<re>-?{_NUM})(?P<im>[-+]{_NUM})j\)|(?P<im1>-?{_NUM})j(?![\w.]))"
     rf"|(?P<float>{_FLOAT})"
     rf"|(?P<run>(?:{_INT}|{_SSTR})(?:, (?:{_INT}|{_SSTR})){{1,{_RUN_MAX}}})"
