@@ -216,6 +216,21 @@ def test_reading_a_programs_return_values_costs_the_caller_no_more_than_the_prog
     assert honest == _alone(HONEST_CALL, inputs, "call", fn_name="f")
 
 
+#: an honest value whose text is nearly all escapes (2.4 MB of ``\\x..``), made and written in about
+#: 12 ms of the program's CPU: the reader's string pattern took one regular-expression step per
+#: escape, many times the program's CPU, so the reading allowance (8 times) refused the value
+#: from the thirtieth of 60 inputs on (measured); now it reads in a few times its writing
+ESCAPED_TEXT = "def f(x):\n    return ''.join(map(chr, range(32))) * 20000"
+
+
+def test_an_escape_dense_value_is_read_on_every_input():
+    inputs = [str(i) for i in range(60)]
+    rows = run_programs([ESCAPED_TEXT], inputs, mode="call", fn_name="f", timeout_s=1.0, memory_mb=256, workers=1,
+                        max_kept_output_bytes=1 << 30)
+    assert [o.status for o in rows[0]] == ["ok"] * len(inputs), [o.error for o in rows[0]]
+    assert rows[0][-1].output == repr("".join(map(chr, range(32))) * 20000)
+
+
 # A value of a million spaces and one letter, reported as a plain literal: the reader's token
 # pattern retried its alternatives after every shorter run of the spaces, quadratic in one
 # regular-expression match, where no deadline is read: 40,000 spaces cost the caller 5.6 s at
