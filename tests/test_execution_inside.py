@@ -162,35 +162,41 @@ def test_only_checks_that_can_change_nothing_share_the_check_servers_process():
     assert _inert(*_parse_check("def check(c):\n    assert sorted(c([2, 1])) == [1, 2]\ncheck(f)\n"))
 
 
-_THREAD_AND_CHILD_WAITING = r"""
-import os, subprocess, sys, threading, time
-from concord.execution.harness.clock import _RunDelays
+def _beside_a_spinner(work: str, measure: str) -> str:
+    """What ``measure`` prints while ``unit``, a fresh interpreter running ``work``, shares one CPU
+    with a spinning process: whatever runs there waits for that CPU about as long as it works."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from support import REPO
+
+    script = f"""
+import os, subprocess, sys, time
+from concord.execution.harness.clock import _Clock, _RunDelays
 
 cpu = min(os.sched_getaffinity(0))
-os.sched_setaffinity(0, {cpu})  # one CPU, shared with a spinner: whatever runs here waits for it
-WORK = "import threading, time\n" \
-       "def spin():\n    t = time.process_time()\n    while time.process_time() - t < 0.6: pass\n" \
-       "worker = threading.Thread(target=spin)\nworker.start()\nworker.join()\n"
+os.sched_setaffinity(0, {{cpu}})
 spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
 try:
-    unit = subprocess.Popen([sys.executable, "-c", WORK])  # its main thread only joins
-    main_thread = os.open(f"/proc/{unit.pid}/schedstat", os.O_RDONLY)  # the main thread's alone
-    delays = _RunDelays([unit.pid], everyone=False)
-    def main_waited():
-        text = os.pread(main_thread, 512, 0).split()
-        return int(text[1]) / 1e9 if len(text) > 1 else None
-    counted = main = 0.0
-    start, main_start = delays.seconds(), main_waited()
-    while unit.poll() is None:
-        counted = delays.seconds() - start
-        now = main_waited()
-        main = main if now is None else now - main_start
-        time.sleep(0.05)
+    unit = subprocess.Popen([sys.executable, "-c", {work!r}])
+{textwrap.indent(measure.strip(), "    ")}
 finally:
     spinner.kill()
     spinner.wait()
-print(round(counted, 3), round(main, 3))
 """
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _spinning_threads(count: int, seconds: float) -> str:
+    """A program whose main thread only starts and joins ``count`` threads, one after another,
+    each spinning for ``seconds`` of CPU."""
+    return ("import threading, time\n"
+            f"def spin():\n    t = time.process_time()\n    while time.process_time() - t < {seconds}: pass\n"
+            f"for _ in range({count}):\n    worker = threading.Thread(target=spin)\n    worker.start()\n    worker.join()\n")
 
 
 def test_a_units_waits_for_a_cpu_count_the_threads_that_wait_not_only_its_main_one():
@@ -198,54 +204,36 @@ def test_a_units_waits_for_a_cpu_count_the_threads_that_wait_not_only_its_main_o
     # CPU. Only the main threads were read: a program working in a thread (its main thread asleep
     # in join), or a check run in a child of its server, had its waits charged as time used and
     # timed out under a loaded host where the same work in a main thread passed (sixteenth red team).
-    import subprocess
-    import sys
-
-    from support import REPO
-
-    proc = subprocess.run([sys.executable, "-c", _THREAD_AND_CHILD_WAITING], capture_output=True, text=True,
-                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    counted, main_only = (float(x) for x in proc.stdout.split())
+    out = _beside_a_spinner(_spinning_threads(1, 0.6), """
+main_thread = os.open(f"/proc/{unit.pid}/schedstat", os.O_RDONLY)  # the main thread's alone
+delays = _RunDelays([unit.pid], everyone=False)
+def main_waited():
+    text = os.pread(main_thread, 512, 0).split()
+    return int(text[1]) / 1e9 if len(text) > 1 else None
+counted = main = 0.0
+start, main_start = delays.seconds(), main_waited()
+while unit.poll() is None:
+    counted = delays.seconds() - start
+    now = main_waited()
+    main = main if now is None else now - main_start
+    time.sleep(0.05)
+print(round(counted, 3), round(main, 3))
+""")
+    counted, main_only = (float(x) for x in out.split())
     # 0.6 CPU-seconds beside a spinner on one CPU: about as long waiting, all of it in the thread
     assert counted >= 0.25 and main_only < 0.1, (counted, main_only)
-
-
-_SHORT_THREADS_WAITING = r"""
-import os, subprocess, sys, time
-from concord.execution.harness.clock import _Clock
-
-cpu = min(os.sched_getaffinity(0))
-os.sched_setaffinity(0, {cpu})  # one CPU, shared with a spinner: whatever runs here waits for it
-WORK = "import threading, time\n" \
-       "def spin():\n    t = time.process_time()\n    while time.process_time() - t < 0.1: pass\n" \
-       "for _ in range(6):\n    worker = threading.Thread(target=spin)\n    worker.start()\n    worker.join()\n"
-spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-try:
-    unit = subprocess.Popen([sys.executable, "-c", WORK])
-    clock = _Clock(None, [unit.pid], 60.0)
-    while unit.poll() is None:  # as the runner waits: for what the clock says is left, at most 1 s
-        left, _ = clock.left()
-        time.sleep(min(left, 1.0))
-    counted = clock.waited() - clock.wait0
-finally:
-    spinner.kill()
-    spinner.wait()
-print(round(counted, 3))
-"""
 
 
 def test_the_waits_of_threads_that_end_before_the_limit_still_count():
     # Read only once a unit reached its limit, the waits of its threads that had ended were lost:
     # an honest program working in short threads timed out on a loaded host where the same work
     # in its main thread passed (twenty-second red team). The clock reads them every WAIT_POLL.
-    import subprocess
-    import sys
-
-    from support import REPO
-
-    proc = subprocess.run([sys.executable, "-c", _SHORT_THREADS_WAITING], capture_output=True, text=True,
-                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = _beside_a_spinner(_spinning_threads(6, 0.1), """
+clock = _Clock(None, [unit.pid], 60.0)
+while unit.poll() is None:  # as the runner waits: for what the clock says is left, at most 1 s
+    left, _ = clock.left()
+    time.sleep(min(left, 1.0))
+print(round(clock.waited() - clock.wait0, 3))
+""")
     # six threads of 0.1 CPU-seconds beside a spinner on one CPU: about as long waiting
-    assert float(proc.stdout) >= 0.3, proc.stdout
+    assert float(out) >= 0.3, out
