@@ -1608,6 +1608,53 @@ def test_the_callers_reading_of_a_returned_set_costs_a_few_times_its_text():
         "frozenset({" + ", ".join(sorted(set(mixed))) + "})"
 
 
+_DECIMAL_READ = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from concord.execution import literals
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+forged = "Decimal('" + "\\\\" * 2_000_000 + "')"  # 4 MB of escapes: no Decimal's text
+try:
+    literals.parse(forged)
+except literals.LiteralError:
+    pass
+for text in ("Decimal('1.5')", "Decimal('-Infinity')", "Decimal('sNaN')", "Decimal('1.000E-7')"):
+    assert literals.canonical(literals.parse(text)) == text, text
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+def test_a_forged_decimal_and_a_long_list_cost_the_caller_little_to_read_and_grade():
+    """A ``Decimal``'s text was read by the string pattern, a group repeated per escape, and the
+    regular-expression engine kept state for each: a 4 MiB ``Decimal('\\\\...')`` grew the caller
+    by about 1 GB inside one match. And grading expanded a list of 690,000 strings into one tuple
+    each before comparing its length with a one-element answer: 0.5 s and 140 MB of the caller's
+    per output (twenty-fifth red team)."""
+    import sys
+    import tracemalloc
+
+    from concord.execution import literals, outputs_match
+
+    src = str(Path(literals.__file__).parents[2])
+    grown_mb = int(subprocess.run([sys.executable, "-c", _DECIMAL_READ, src], capture_output=True, text=True,
+                                  check=True).stdout)
+    assert grown_mb < 64, f"reading a forged 4 MB Decimal grew the caller by {grown_mb} MB"
+    long_list = repr(["ab"] * 690_000)
+    tree, one_short = literals.parse(long_list), ["ab"] * 689_999
+    tracemalloc.start()
+    try:
+        assert not literals.equals_json(tree, ["ab"])
+        assert not literals.equals_json(tree, one_short)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak  # no element of the candidate's list was built
+    assert literals.equals_json(tree, ["ab"] * 690_000)
+    assert not literals.equals_json(tree, ["ab"] * 689_999 + ["ac"])
+    assert outputs_match('[["ab", 1], 3]', "[['ab', 1], 3]", "call")
+    assert not outputs_match('[["ab", 1, 2], 3]', "[['ab', 1], 3]", "call")
+
+
 def test_the_callers_reading_of_an_output_costs_a_few_times_the_output():
     # The caller normalises each stdout (LiveCodeBench's stripped lines): one string per line of
     # a 4 MiB output of short lines, plus a stripped copy each, peaked at 30 times the output in

@@ -107,3 +107,35 @@ def test_the_recorded_cpu_capability_is_torchs_own_and_read_back_without_importi
     assert sorted(json.loads(cache.read_text()).values()) == ["AVX2", "DEFAULT"]
     cache.write_text("{not json")
     assert _ask(env)[:2] == ["AVX2", True]  # a damaged cache is only a miss
+
+
+_ATTEND = """
+import json, torch
+from concord import hardware
+switched = hardware.avoid_cpu_flash_attention_amx_fault('cpu', 'bfloat16')
+q = torch.randn(2, 9, 300, 64, dtype=torch.bfloat16)
+out = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+with torch.autocast('cpu', dtype=torch.bfloat16):
+    torch.nn.functional.scaled_dot_product_attention(q.float(), q.float(), q.float(), is_causal=True)
+print(json.dumps([switched, torch.backends.cpu.get_cpu_capability(), 'amx_bf16' in hardware._cpuinfo()[1],
+                  hardware.avoid_cpu_flash_attention_amx_fault('cpu', 'float32'),
+                  hardware.avoid_cpu_flash_attention_amx_fault('cuda', 'bfloat16'), bool(out.isfinite().all())]))
+"""
+
+
+@pytest.mark.parametrize("capability", ["avx2", None])
+def test_bf16_attention_over_a_long_query_runs_with_the_kernels_pinned_on_every_processor(capability):
+    """torch's CPU flash attention packs bf16 blocks for AMX with a routine only its AVX-512 kernels
+    have: on an AMX processor with ATen pinned to AVX2, a 300-token bf16 query raised (measured on
+    an Intel Xeon with AMX). The switch to the math kernel is thrown exactly there, and only for a
+    CPU computation in bf16/fp16; attention then runs, plainly and under autocast, on every kind."""
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if capability:
+        env["ATEN_CPU_CAPABILITY"] = capability
+    else:
+        env["CONCORD_NATIVE_CPU_KERNELS"] = "1"
+    out = subprocess.run([sys.executable, "-c", _ATTEND], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    switched, kernels, amx, for_fp32, for_gpu, finite = json.loads(out.stdout)
+    assert switched == (amx and not kernels.startswith("AVX512")), (switched, kernels, amx)
+    assert not for_fp32 and not for_gpu and finite

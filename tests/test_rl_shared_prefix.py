@@ -10,6 +10,7 @@ from contextlib import nullcontext
 import pytest
 import torch
 
+from concord.hardware import avoid_cpu_flash_attention_amx_fault
 from concord.rl.batching import Layout, check_layout
 from concord.rl.rewards import ConsensusReward
 from concord.config import resolve_section
@@ -63,6 +64,7 @@ def test_shared_prompt_scoring_is_trls_pass_on_the_default_model(smollm2_dir):
     torch.set_num_threads(1)
     results = {}
     for dtype in (torch.float32, torch.bfloat16):
+        avoid_cpu_flash_attention_amx_fault("cpu", str(dtype).removeprefix("torch."))  # as training does
         model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=dtype)
         add_fused_lm_head(model, temperature=0.6, outputs=("log_probs", "entropy"))
         model.train()

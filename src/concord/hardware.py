@@ -40,6 +40,33 @@ def pin_portable_cpu_kernels() -> dict:
     return {key: os.environ.get(key) for key in PORTABLE_CPU_KERNELS}
 
 
+def avoid_cpu_flash_attention_amx_fault(device: str, dtype: str) -> bool:
+    """Keep bf16/fp16 attention on a CPU off torch's flash kernel where that kernel faults; True
+    where it did.
+
+    torch 2.13's CPU flash attention (``aten/src/ATen/native/cpu/FlashAttentionKernel.cpp``) packs
+    bf16 blocks for AMX whenever the *processor* has AMX, but the packing routine (``pack_vnni2``)
+    exists only in its AVX-512 kernels: with ATen held at AVX2 (:data:`PORTABLE_CPU_KERNELS`) on an
+    AMX processor, bf16 attention over a query of about 256 tokens or more raises ``pack_vnni2 is
+    only supported when avx512 is supported`` (measured on an Intel Xeon with AMX: bf16 training,
+    shared-prefix scoring and the GPU check's CPU run all failed; the same code passes on an
+    AVX-512 BF16 EPYC without AMX). There, attention takes torch's math kernel instead. The switch
+    is torch's one process-wide flash flag, so it is only ever thrown for a CPU computation; fp32
+    never reaches the packing and keeps its kernel.
+    """
+    if device != "cpu" or dtype not in ("bfloat16", "float16"):
+        return False
+    amx = "amx_bf16" if dtype == "bfloat16" else "amx_fp16"
+    if amx not in _cpuinfo()[1]:
+        return False
+    import torch
+
+    if torch.backends.cpu.get_cpu_capability().upper().startswith("AVX512"):
+        return False
+    torch.backends.cuda.enable_flash_sdp(False)  # read by CPU kernel selection too (sdp_utils_cpp)
+    return True
+
+
 # CPU flags (as /proc/cpuinfo names them) that give native bf16 matrix arithmetic.
 NATIVE_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 DTYPES = ("float32", "bfloat16", "float16")

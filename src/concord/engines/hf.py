@@ -16,7 +16,7 @@ import os
 from typing import Sequence
 
 from concord.engines.base import Generation, Messages, SamplingParams, mean_logprob
-from concord.hardware import resolve_dtype
+from concord.hardware import avoid_cpu_flash_attention_amx_fault, resolve_dtype
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class HFEngine:
         self.model_name = str(model_path)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = resolve_dtype(dtype, self.device)  # the name, recorded in provenance
+        avoid_cpu_flash_attention_amx_fault(self.device, self.dtype)
         torch_dtype = getattr(torch, self.dtype)
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
         self.tokenizer.padding_side = "left"  # decoder-only models continue from the right edge

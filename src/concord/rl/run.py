@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from concord.hardware import avoid_cpu_flash_attention_amx_fault
 from concord.rl.checkpoints import RunLog, last_complete_checkpoint
 from concord.rl.config import TrainingRun
 from concord.rl.publish import publish_model
@@ -182,6 +183,7 @@ def _policy_setup(run: TrainingRun, cfg: Mapping[str, Any], dataset):
 
     on_gpu = torch.cuda.is_available()
     dtype = resolve_dtype(cfg, on_gpu)
+    avoid_cpu_flash_attention_amx_fault("cuda" if on_gpu else "cpu", dtype)
     positions = getattr(AutoConfig.from_pretrained(str(run.model_dir)), "max_position_embeddings", None)
     check_model_positions(cfg, positions, str(run.model_dir))
     tokenizer = AutoTokenizer.from_pretrained(str(run.model_dir), padding_side="left")
